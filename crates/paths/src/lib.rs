@@ -1,0 +1,2 @@
+//! `agentcaps-paths` — not built yet.
+#![forbid(unsafe_code)]
