@@ -1,5 +1,4 @@
-//! `agentcaps-shell` — **not built yet.**
-//!
-//! This crate is a placeholder in the workspace: it compiles and exports nothing.
-//! Its contract is in SPEC.md §2.
+//! `agentcaps-shell` — **being built** (issue 3). Contract: SPEC.md §2.
 #![forbid(unsafe_code)]
+
+pub mod kernel;
