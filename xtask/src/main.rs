@@ -1,36 +1,159 @@
 //! `cargo xtask ci | bench | fuzz`: the workspace's automation.
+//!
+//! - `cargo xtask ci` — what `.ci/run` does: rustfmt check, clippy with
+//!   warnings as errors, the whole test suite with `--locked`, rustdoc with
+//!   warnings as errors, and a packaging check of every publishable crate.
+//! - `cargo xtask bench [ARGS...]` — every criterion benchmark; `ARGS` go to
+//!   criterion (e.g. `--warm-up-time 1 --measurement-time 3`).
+//! - `cargo xtask fuzz [--seconds N] [TARGET...]` — each fuzz target for `N`
+//!   seconds (default 30) with cargo-fuzz on the stable toolchain.
 #![forbid(unsafe_code)]
 
+use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-fn run(program: &str, args: &[&str]) -> bool {
-    eprintln!("xtask: {program} {}", args.join(" "));
-    match Command::new(program).args(args).status() {
+/// The crates that are published, in dependency order.
+const PUBLISHED: &[&str] = &[
+    "agentcaps-paths",
+    "agentcaps-shell",
+    "agentcaps-egress",
+    "agentcaps-patch",
+    "agentcaps",
+    "agentcaps-tools",
+];
+
+/// The fuzz targets in `fuzz/Cargo.toml`.
+const FUZZ_TARGETS: &[&str] = &[
+    "paths_check",
+    "shell_tokenize",
+    "shell_validate",
+    "egress_url",
+    "patch_unified",
+    "patch_envelope",
+];
+
+fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+fn run(cmd: &mut Command) -> bool {
+    eprintln!("xtask: {cmd:?}");
+    match cmd.current_dir(workspace_root()).status() {
         Ok(s) => s.success(),
         Err(e) => {
-            eprintln!("xtask: cannot run {program}: {e}");
+            eprintln!("xtask: cannot run {cmd:?}: {e}");
             false
         }
     }
 }
 
+fn cargo(args: &[&str]) -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.args(args);
+    c
+}
+
 fn ci() -> bool {
-    run("cargo", &["fmt", "--all", "--", "--check"])
-        && run(
-            "cargo",
-            &["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"],
-        )
-        && run("cargo", &["test", "--workspace", "--locked"])
+    let steps: Vec<Command> = vec![
+        cargo(&["fmt", "--all", "--", "--check"]),
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--locked",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        cargo(&["test", "--workspace", "--locked"]),
+        {
+            let mut c = cargo(&["doc", "--workspace", "--no-deps", "--locked"]);
+            c.env("RUSTDOCFLAGS", "-D warnings");
+            c
+        },
+    ];
+    for mut step in steps {
+        if !run(&mut step) {
+            return false;
+        }
+    }
+    PUBLISHED.iter().all(|p| {
+        run(&mut cargo(&[
+            "package",
+            "-p",
+            p,
+            "--allow-dirty",
+            "--no-verify",
+            "--list",
+        ]))
+    })
+}
+
+fn bench(args: &[String]) -> bool {
+    let mut c = cargo(&["bench"]);
+    for p in PUBLISHED {
+        c.args(["-p", p]);
+    }
+    c.arg("--");
+    c.args(args);
+    run(&mut c)
+}
+
+fn fuzz(args: &[String]) -> bool {
+    let mut seconds = 30u64;
+    let mut targets: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--seconds" {
+            match it.next().and_then(|s| s.parse().ok()) {
+                Some(n) => seconds = n,
+                None => {
+                    eprintln!("xtask fuzz: --seconds needs a number");
+                    return false;
+                }
+            }
+        } else {
+            targets.push(a.clone());
+        }
+    }
+    if targets.is_empty() {
+        targets = FUZZ_TARGETS.iter().map(|t| t.to_string()).collect();
+    }
+    let have_fuzz = Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !have_fuzz && !run(&mut cargo(&["install", "cargo-fuzz", "--locked"])) {
+        return false;
+    }
+    targets.iter().all(|t| {
+        let max = format!("-max_total_time={seconds}");
+        let mut c = cargo(&["fuzz", "run", t, "--", &max]);
+        // Only the stable toolchain exists here; cargo-fuzz needs nightly flags.
+        c.env("RUSTC_BOOTSTRAP", "1");
+        run(&mut c)
+    })
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest = args.get(1..).unwrap_or(&[]);
     let ok = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("bench") => bench(rest),
+        Some("fuzz") => fuzz(rest),
         _ => {
-            eprintln!("usage: cargo xtask ci | bench | fuzz [--seconds N]");
+            eprintln!(
+                "usage: cargo xtask ci | bench [CRITERION ARGS] | fuzz [--seconds N] [TARGET...]"
+            );
             false
         }
     };
-    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
