@@ -1,0 +1,347 @@
+//! The policy: roots, blocked entries, modes — and the check.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::{
+    Access, Beneath, CaseInsensitive, EntryKind, FileSystem, PathError, RealFs, RootAccess,
+    WindowsAliases,
+};
+
+/// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1.
+///
+/// ```
+/// use agentcaps_paths::PathPolicy;
+/// let policy = PathPolicy::builder()
+///     .allow("/tmp")
+///     .block("**/*.key")
+///     .build()?;
+/// # Ok::<(), agentcaps_paths::PathError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct PathPolicyBuilder {
+    pub(crate) roots: Vec<(PathBuf, RootAccess)>,
+    pub(crate) blocked: Vec<String>,
+    pub(crate) write_protected: Vec<String>,
+    pub(crate) defaults: bool,
+    pub(crate) windows_aliases: WindowsAliases,
+    pub(crate) case_insensitive: CaseInsensitive,
+}
+
+impl PathPolicyBuilder {
+    /// Allow `root` (absolute) for reading, writing and listing.
+    pub fn allow(mut self, root: impl AsRef<Path>) -> Self {
+        self.roots
+            .push((root.as_ref().to_path_buf(), RootAccess::ReadWrite));
+        self
+    }
+
+    /// Allow `root` (absolute) for reading and listing only.
+    pub fn allow_read_only(mut self, root: impl AsRef<Path>) -> Self {
+        self.roots
+            .push((root.as_ref().to_path_buf(), RootAccess::ReadOnly));
+        self
+    }
+
+    /// Block an absolute root, or a glob (`**/.env`, `*.pem`), for every
+    /// access. Blocked entries win over allowed roots.
+    pub fn block(mut self, root_or_glob: &str) -> Self {
+        self.blocked.push(root_or_glob.to_owned());
+        self
+    }
+
+    /// Block a glob for writing only (reading and listing stay allowed).
+    pub fn protect_from_writes(mut self, glob: &str) -> Self {
+        self.write_protected.push(glob.to_owned());
+        self
+    }
+
+    /// Start from empty lists instead of the safe defaults.
+    ///
+    /// # Security
+    ///
+    /// Without the defaults, `/proc`, `/sys`, `/dev`, the host's secrets and
+    /// the files that tools run later are reachable inside allowed roots.
+    pub fn without_defaults(mut self) -> Self {
+        self.defaults = false;
+        self
+    }
+
+    /// When Windows spelling rules apply.
+    pub fn windows_aliases(mut self, mode: WindowsAliases) -> Self {
+        self.windows_aliases = mode;
+        self
+    }
+
+    /// When comparisons fold case.
+    pub fn case_insensitive(mut self, mode: CaseInsensitive) -> Self {
+        self.case_insensitive = mode;
+        self
+    }
+
+    /// Canonicalize the roots and compile every glob once.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::InvalidPolicy`] for a relative root or blocked path, or
+    /// a glob that does not compile.
+    pub fn build(self) -> Result<PathPolicy, PathError> {
+        Ok(PathPolicy {
+            inner: Arc::new(Inner {
+                roots: self.roots,
+                blocked: self.blocked,
+                write_protected: self.write_protected,
+                windows_aliases: self.windows_aliases,
+                case_insensitive: self.case_insensitive,
+                defaults: self.defaults,
+            }),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    roots: Vec<(PathBuf, RootAccess)>,
+    blocked: Vec<String>,
+    write_protected: Vec<String>,
+    windows_aliases: WindowsAliases,
+    case_insensitive: CaseInsensitive,
+    defaults: bool,
+}
+
+/// Where agent-supplied paths may go. Cheap to clone; `Send + Sync`.
+///
+/// ```
+/// use agentcaps_paths::{Access, PathPolicy};
+/// use std::path::Path;
+/// let policy = PathPolicy::builder().allow("/tmp").build()?;
+/// assert!(policy.check(Path::new("/tmp"), "../etc/passwd", Access::Read).is_err());
+/// # Ok::<(), agentcaps_paths::PathError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PathPolicy {
+    inner: Arc<Inner>,
+}
+
+/// A check's lookup budget, shareable across many checks (a command's
+/// arguments, a patch's files).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    limit: u64,
+    spent: u64,
+}
+
+impl Budget {
+    /// A budget of `lookups`.
+    pub fn new(lookups: u64) -> Self {
+        Budget {
+            limit: lookups,
+            spent: 0,
+        }
+    }
+
+    /// Lookups spent so far.
+    pub fn spent(&self) -> u64 {
+        self.spent
+    }
+
+    /// Lookups left.
+    pub fn remaining(&self) -> u64 {
+        self.limit.saturating_sub(self.spent)
+    }
+
+    /// The whole budget.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+}
+
+/// A spelling that passed the check, with every location it was judged at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub(crate) lexical: PathBuf,
+    pub(crate) posix: PathBuf,
+    pub(crate) windows: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) root_access: RootAccess,
+    pub(crate) kind: Option<EntryKind>,
+    pub(crate) lookups: u64,
+}
+
+impl Checked {
+    /// The POSIX real location: where the OS opens the spelling, links
+    /// followed. Act on this.
+    pub fn location(&self) -> &Path {
+        &self.posix
+    }
+
+    /// The lexical location (SPEC §1.1, reading 1).
+    pub fn lexical(&self) -> &Path {
+        &self.lexical
+    }
+
+    /// The Windows-reading location (SPEC §1.1, reading 3).
+    pub fn windows(&self) -> &Path {
+        &self.windows
+    }
+
+    /// The (canonical) allowed root that holds [`Checked::location`].
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// What that root permits.
+    pub fn root_access(&self) -> RootAccess {
+        self.root_access
+    }
+
+    /// What is at the real location (links followed), or `None` when it
+    /// does not exist yet.
+    pub fn kind(&self) -> Option<EntryKind> {
+        self.kind
+    }
+
+    /// Lookups the check made.
+    pub fn lookups(&self) -> u64 {
+        self.lookups
+    }
+}
+
+impl PathPolicy {
+    /// Lookups a check may spend following links, beyond the spelled cost.
+    pub const LINK_ALLOWANCE: u64 = 64;
+
+    /// At most this many links are followed in one reading.
+    pub const MAX_LINKS: u32 = 40;
+
+    /// A builder that starts with the safe defaults.
+    pub fn builder() -> PathPolicyBuilder {
+        PathPolicyBuilder {
+            roots: Vec::new(),
+            blocked: Vec::new(),
+            write_protected: Vec::new(),
+            defaults: true,
+            windows_aliases: WindowsAliases::default(),
+            case_insensitive: CaseInsensitive::default(),
+        }
+    }
+
+    /// Judge `spelling` (relative to `base`, or absolute) for `access` on
+    /// the host's file system: lexical, POSIX and Windows readings, all must
+    /// be allowed.
+    ///
+    /// `base` must be absolute and a real location (no links in it), such
+    /// as [`Checked::location`] of the working directory.
+    ///
+    /// # Errors
+    ///
+    /// A refusal naming the reading that escaped and the rule, or
+    /// [`PathError::Io`] when a lookup fails.
+    pub fn check(&self, base: &Path, spelling: &str, access: Access) -> Result<Checked, PathError> {
+        self.check_on(&RealFs, base, spelling, access)
+    }
+
+    /// [`PathPolicy::check`] on any file-system view.
+    ///
+    /// # Errors
+    ///
+    /// As [`PathPolicy::check`].
+    pub fn check_on(
+        &self,
+        fs: &dyn FileSystem,
+        base: &Path,
+        spelling: &str,
+        access: Access,
+    ) -> Result<Checked, PathError> {
+        let mut budget = Budget::new(self.cost_upper_bound(spelling));
+        self.check_within(fs, base, spelling, access, &mut budget)
+    }
+
+    /// [`PathPolicy::check_on`], paying lookups from a shared budget.
+    ///
+    /// # Errors
+    ///
+    /// As [`PathPolicy::check`], and [`PathError::TooCostly`] when the
+    /// budget runs out.
+    pub fn check_within(
+        &self,
+        fs: &dyn FileSystem,
+        base: &Path,
+        spelling: &str,
+        access: Access,
+        budget: &mut Budget,
+    ) -> Result<Checked, PathError> {
+        let _ = (fs, base, access, budget);
+        Err(PathError::InvalidPolicy {
+            entry: spelling.to_owned(),
+            reason: "check is not implemented yet".to_owned(),
+        })
+    }
+
+    /// Lookups the spelled components need when no link is met (SPEC
+    /// §1.2): 1 for a plain component, otherwise 2 per component of each
+    /// reading that needs its own resolution.
+    pub fn spelled_cost(&self, spelling: &str) -> u64 {
+        if self.is_plain_component(spelling) {
+            1
+        } else {
+            2 * spelling.split(['/', '\\']).count() as u64
+        }
+    }
+
+    /// Upper bound, in lookups, of a check of `spelling` (SPEC §1.2),
+    /// computed from the spelling alone: [`PathPolicy::spelled_cost`] plus
+    /// [`PathPolicy::LINK_ALLOWANCE`]. A check never exceeds it: following
+    /// links past it is refused as [`PathError::TooCostly`].
+    pub fn cost_upper_bound(&self, spelling: &str) -> u64 {
+        self.spelled_cost(spelling) + Self::LINK_ALLOWANCE
+    }
+
+    /// Whether `spelling` is one plain component (SPEC §1.2).
+    pub fn is_plain_component(&self, spelling: &str) -> bool {
+        crate::spelling::is_plain(spelling)
+    }
+
+    /// The allowed roots (canonical) and what each permits.
+    pub fn roots(&self) -> impl Iterator<Item = (&Path, RootAccess)> {
+        self.inner.roots.iter().map(|(p, a)| (p.as_path(), *a))
+    }
+
+    /// The blocked entries (roots and globs), defaults included.
+    pub fn blocked(&self) -> impl Iterator<Item = &str> {
+        self.inner.blocked.iter().map(String::as_str)
+    }
+
+    /// The write-protected globs, defaults included.
+    pub fn write_protected(&self) -> impl Iterator<Item = &str> {
+        self.inner.write_protected.iter().map(String::as_str)
+    }
+
+    /// Whether the safe defaults are in.
+    pub fn has_defaults(&self) -> bool {
+        self.inner.defaults
+    }
+
+    /// The Windows-aliases setting.
+    pub fn windows_aliases(&self) -> WindowsAliases {
+        self.inner.windows_aliases
+    }
+
+    /// The case-folding setting.
+    pub fn case_insensitive(&self) -> CaseInsensitive {
+        self.inner.case_insensitive
+    }
+
+    /// Open one directory handle per root, for acting beneath them.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::Io`] when a root cannot be opened.
+    pub fn open_beneath(&self) -> Result<Beneath, PathError> {
+        Ok(Beneath {
+            policy: self.clone(),
+            durable: false,
+        })
+    }
+}

@@ -1,0 +1,38 @@
+//! The host's file system, through `rustix`.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, CWD, FileType};
+
+use crate::{EntryKind, FileSystem};
+
+/// The host's file system: `lstat` and `readlink` through `rustix`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealFs;
+
+impl FileSystem for RealFs {
+    fn entry(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        match rustix::fs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => Ok(Some(kind_of(FileType::from_raw_mode(stat.st_mode)))),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        let target = rustix::fs::readlinkat(CWD, path, Vec::new())?;
+        Ok(PathBuf::from(OsString::from_vec(target.into_bytes())))
+    }
+}
+
+pub(crate) fn kind_of(file_type: FileType) -> EntryKind {
+    match file_type {
+        FileType::RegularFile => EntryKind::File,
+        FileType::Directory => EntryKind::Dir,
+        FileType::Symlink => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
+}

@@ -1,0 +1,271 @@
+//! An in-memory file system that counts lookups exactly.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::spelling::windows_alias_of;
+use crate::{EntryKind, FileSystem};
+
+/// How a [`SimFs`] compares names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SimMode {
+    /// Byte-exact names, as on Linux.
+    #[default]
+    Posix,
+    /// Names compare case-insensitively (default macOS volumes).
+    CaseInsensitive,
+    /// Windows (NTFS): case-insensitive, and a trailing dot or space or a
+    /// `:stream` suffix names the same file as the bare name.
+    Windows,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Dir(BTreeMap<Vec<u8>, Node>),
+    File,
+    Symlink(PathBuf),
+}
+
+/// An in-memory file system of directories, files and symlinks.
+///
+/// A test and simulation aid: it shows what a check does on file systems
+/// this host does not have (Windows, case-insensitive), and counts every
+/// lookup ([`FileSystem::entry`] and [`FileSystem::read_link`]) exactly.
+/// Intermediate links are followed inside one lookup, as the kernel does.
+///
+/// ```
+/// use agentcaps_paths::{FileSystem, SimFs};
+/// use std::path::Path;
+/// let mut fs = SimFs::new();
+/// fs.add_dir("/srv/app").add_symlink("/srv/app/out", "/etc");
+/// assert!(fs.entry(Path::new("/srv/app/out"))?.is_some());
+/// assert_eq!(fs.lookups(), 1);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct SimFs {
+    root: Node,
+    mode: SimMode,
+    lookups: AtomicU64,
+}
+
+impl Default for SimFs {
+    fn default() -> Self {
+        SimFs::new()
+    }
+}
+
+impl Clone for SimFs {
+    fn clone(&self) -> Self {
+        SimFs {
+            root: self.root.clone(),
+            mode: self.mode,
+            lookups: AtomicU64::new(self.lookups()),
+        }
+    }
+}
+
+const MAX_LINKS: u32 = 40;
+
+impl SimFs {
+    /// An empty POSIX file system holding only `/`.
+    pub fn new() -> Self {
+        SimFs::with_mode(SimMode::Posix)
+    }
+
+    /// An empty file system comparing names as `mode` says.
+    pub fn with_mode(mode: SimMode) -> Self {
+        SimFs {
+            root: Node::Dir(BTreeMap::new()),
+            mode,
+            lookups: AtomicU64::new(0),
+        }
+    }
+
+    /// How this file system compares names.
+    pub fn mode(&self) -> SimMode {
+        self.mode
+    }
+
+    /// Lookups made so far.
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Ordering::Relaxed)
+    }
+
+    /// Set the lookup counter back to zero.
+    pub fn reset_lookups(&self) {
+        self.lookups.store(0, Ordering::Relaxed);
+    }
+
+    /// Create a directory and its missing parents (like `mkdir -p`; existing
+    /// links on the way are replaced by directories).
+    pub fn add_dir(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.insert(path.as_ref(), Node::Dir(BTreeMap::new()));
+        self
+    }
+
+    /// Create a file (and missing parent directories).
+    pub fn add_file(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.insert(path.as_ref(), Node::File);
+        self
+    }
+
+    /// Create a symlink at `path` pointing to `target` (stored as given).
+    pub fn add_symlink(&mut self, path: impl AsRef<Path>, target: impl AsRef<Path>) -> &mut Self {
+        self.insert(path.as_ref(), Node::Symlink(target.as_ref().to_path_buf()));
+        self
+    }
+
+    /// Remove whatever is at `path` (and below it).
+    pub fn remove(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        let names = self.names(path.as_ref());
+        if let Some((last, parents)) = names.split_last() {
+            let mut node = &mut self.root;
+            for name in parents {
+                match node {
+                    Node::Dir(children) => match children.get_mut(name) {
+                        Some(child) => node = child,
+                        None => return self,
+                    },
+                    _ => return self,
+                }
+            }
+            if let Node::Dir(children) = node {
+                children.remove(last);
+            }
+        }
+        self
+    }
+
+    fn key(&self, name: &OsStr) -> Vec<u8> {
+        match self.mode {
+            SimMode::Posix => name.as_bytes().to_vec(),
+            SimMode::CaseInsensitive => fold(name.as_bytes()),
+            SimMode::Windows => fold(windows_alias_of(name.as_bytes())),
+        }
+    }
+
+    fn names(&self, path: &Path) -> Vec<Vec<u8>> {
+        path.components()
+            .filter_map(|c| match c {
+                Component::Normal(name) => Some(self.key(name)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn insert(&mut self, path: &Path, leaf: Node) {
+        let names = self.names(path);
+        let Some((last, parents)) = names.split_last() else {
+            return;
+        };
+        let mut node = &mut self.root;
+        for name in parents {
+            let Node::Dir(children) = node else { return };
+            let child = children
+                .entry(name.clone())
+                .or_insert_with(|| Node::Dir(BTreeMap::new()));
+            if !matches!(child, Node::Dir(_)) {
+                *child = Node::Dir(BTreeMap::new());
+            }
+            node = child;
+        }
+        if let Node::Dir(children) = node {
+            children.insert(last.clone(), leaf);
+        }
+    }
+
+    /// Walk to `path` following intermediate links (and the final one when
+    /// `follow_last`), as the kernel does for one system call.
+    fn walk(&self, path: &Path, follow_last: bool) -> io::Result<Option<&Node>> {
+        let mut pending: Vec<OsString> = Vec::new();
+        push_reversed(&mut pending, path);
+        let mut stack: Vec<&Node> = vec![&self.root];
+        let mut links = 0u32;
+        while let Some(name) = pending.pop() {
+            match name.as_bytes() {
+                b"" | b"." => continue,
+                b"/" => {
+                    stack.truncate(1);
+                    continue;
+                }
+                b".." => {
+                    if stack.len() > 1 {
+                        stack.pop();
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            let Some(&current) = stack.last() else {
+                return Ok(None);
+            };
+            let Node::Dir(children) = current else {
+                return Ok(None);
+            };
+            let Some(child) = children.get(&self.key(&name)) else {
+                return Ok(None);
+            };
+            let is_last = pending.is_empty();
+            if let Node::Symlink(target) = child
+                && (!is_last || follow_last)
+            {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(io::Error::from_raw_os_error(
+                        rustix::io::Errno::LOOP.raw_os_error(),
+                    ));
+                }
+                push_reversed(&mut pending, target);
+                continue;
+            }
+            stack.push(child);
+        }
+        Ok(stack.last().copied())
+    }
+}
+
+fn push_reversed(pending: &mut Vec<OsString>, path: &Path) {
+    let mut parts: Vec<OsString> = path
+        .components()
+        .map(|c| match c {
+            Component::RootDir | Component::Prefix(_) => OsString::from("/"),
+            Component::CurDir => OsString::from("."),
+            Component::ParentDir => OsString::from(".."),
+            Component::Normal(name) => name.to_os_string(),
+        })
+        .collect();
+    parts.reverse();
+    pending.extend(parts);
+}
+
+fn fold(name: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(name) {
+        Ok(text) => text.to_lowercase().into_bytes(),
+        Err(_) => name.to_ascii_lowercase(),
+    }
+}
+
+impl FileSystem for SimFs {
+    fn entry(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        Ok(self.walk(path, false)?.map(|node| match node {
+            Node::Dir(_) => EntryKind::Dir,
+            Node::File => EntryKind::File,
+            Node::Symlink(_) => EntryKind::Symlink,
+        }))
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        match self.walk(path, false)? {
+            Some(Node::Symlink(target)) => Ok(target.clone()),
+            Some(_) => Err(io::Error::from(io::ErrorKind::InvalidInput)),
+            None => Err(io::Error::from(io::ErrorKind::NotFound)),
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Reading a spelling: components, Windows rules, plain components and
+//! portable names (SPEC §1.1, §1.2, §1.4). Pure functions of the text.
+
+use crate::{NotPortable, PathError, Unjudgeable};
+
+/// One component of a spelling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Part<'a> {
+    /// `..`
+    Up,
+    /// A name (never empty, `.` or `..`).
+    Name(&'a [u8]),
+}
+
+/// A spelling split into components.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Spelled<'a> {
+    /// Starts at `/` rather than at the base.
+    pub(crate) absolute: bool,
+    pub(crate) parts: Vec<Part<'a>>,
+}
+
+impl Spelled<'_> {
+    pub(crate) fn has_up(&self) -> bool {
+        self.parts.contains(&Part::Up)
+    }
+}
+
+/// Split with POSIX rules: `/` separates, everything else is a name byte.
+pub(crate) fn split_posix(bytes: &[u8]) -> Spelled<'_> {
+    let absolute = bytes.first() == Some(&b'/');
+    let parts = bytes
+        .split(|b| *b == b'/')
+        .filter_map(|name| match name {
+            b"" | b"." => None,
+            b".." => Some(Part::Up),
+            _ => Some(Part::Name(name)),
+        })
+        .collect();
+    Spelled { absolute, parts }
+}
+
+/// Split with Windows rules: `/` and `\` separate, and each name is read as
+/// Windows opens it (trailing dots and spaces and a `:stream` suffix
+/// dropped, so `.. ` is `..` and `.env.` is `.env`).
+///
+/// # Errors
+///
+/// A component that names a device, an 8.3 short name, or that is nothing
+/// but dots and spaces beyond `..`.
+pub(crate) fn split_windows(spelling: &str) -> Result<Spelled<'_>, Unjudgeable> {
+    let bytes = spelling.as_bytes();
+    let absolute = matches!(bytes.first(), Some(b'/' | b'\\'));
+    let mut parts = Vec::new();
+    for raw in bytes.split(|b| *b == b'/' || *b == b'\\') {
+        if raw.is_empty() {
+            continue;
+        }
+        if is_device_name(raw) {
+            return Err(Unjudgeable::ReservedName);
+        }
+        if looks_like_short_name(raw) {
+            return Err(Unjudgeable::ShortName);
+        }
+        let name = windows_alias_of(raw);
+        match name {
+            b"." => {}
+            b".." => parts.push(Part::Up),
+            b"" => {
+                // `...`, `. .`, `:x`: Windows strips it to nothing or to a
+                // stream of the directory; neither is a name we can judge.
+                if raw.iter().all(|b| *b == b'.') && raw.len() <= 2 {
+                    continue;
+                }
+                return Err(Unjudgeable::ReservedName);
+            }
+            _ => parts.push(Part::Name(name)),
+        }
+    }
+    Ok(Spelled { absolute, parts })
+}
+
+/// The spelling-level refusals of SPEC §1.4: NUL always; device and
+/// verbatim namespaces, UNC and drive spellings when Windows rules apply.
+pub(crate) fn unjudgeable(spelling: &str, windows: bool) -> Option<Unjudgeable> {
+    let bytes = spelling.as_bytes();
+    if bytes.contains(&0) {
+        return Some(Unjudgeable::Nul);
+    }
+    if !windows {
+        return None;
+    }
+    let sep = |b: Option<&u8>| matches!(b, Some(b'/' | b'\\'));
+    if sep(bytes.first()) && sep(bytes.get(1)) {
+        return Some(match (bytes.get(2), bytes.get(3)) {
+            (Some(b'.' | b'?'), None) => Unjudgeable::DeviceNamespace,
+            (Some(b'.' | b'?'), next) if sep(next) => Unjudgeable::DeviceNamespace,
+            _ => Unjudgeable::Unc,
+        });
+    }
+    if bytes.starts_with(b"\\??\\") || bytes.starts_with(b"/??/") {
+        return Some(Unjudgeable::DeviceNamespace);
+    }
+    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        return Some(Unjudgeable::Drive);
+    }
+    None
+}
+
+/// A name as Windows opens it: a `:stream` suffix and trailing dots and
+/// spaces dropped (`.env::$DATA` and `.env. ` are `.env`). `.` and `..`
+/// are kept.
+pub(crate) fn windows_alias_of(name: &[u8]) -> &[u8] {
+    if name == b"." || name == b".." {
+        return name;
+    }
+    let end = name.iter().position(|b| *b == b':').unwrap_or(name.len());
+    let mut name = name.get(..end).unwrap_or(name);
+    while let Some((last, rest)) = name.split_last() {
+        if *last == b'.' || *last == b' ' {
+            name = rest;
+        } else {
+            break;
+        }
+    }
+    if name == b"." || name == b".." || name.is_empty() {
+        // `... ` and friends: not the directory links; report as empty.
+        return b"";
+    }
+    name
+}
+
+const DEVICES: [&str; 6] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
+
+/// `CON`, `nul.txt`, `COM1`, `LPT¹.log`, `CONIN$` ...: a reserved device
+/// name, with or without an extension, in any case, with trailing spaces
+/// or dots, or a stream suffix.
+pub(crate) fn is_device_name(name: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(name) else {
+        return false;
+    };
+    let text = text.split(':').next().unwrap_or(text);
+    let base = text
+        .split('.')
+        .next()
+        .unwrap_or(text)
+        .trim_end_matches([' ', '.']);
+    let upper = base.to_uppercase();
+    if DEVICES.contains(&upper.as_str()) {
+        return true;
+    }
+    let mut chars = upper.chars();
+    let prefix: String = chars.by_ref().take(3).collect();
+    if prefix != "COM" && prefix != "LPT" {
+        return false;
+    }
+    let rest: Vec<char> = chars.collect();
+    matches!(rest.as_slice(), [d] if d.is_ascii_digit() || matches!(d, '¹' | '²' | '³'))
+}
+
+/// `GIT~1`, `PROGRA~1.TXT`: the shape of a Windows 8.3 short name.
+pub(crate) fn looks_like_short_name(name: &[u8]) -> bool {
+    let Some(tilde) = name.iter().position(|b| *b == b'~') else {
+        return false;
+    };
+    let (base, rest) = name.split_at(tilde);
+    let rest = rest.get(1..).unwrap_or_default();
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if base.is_empty() || base.len() > 7 || digits == 0 || base.contains(&b'.') {
+        return false;
+    }
+    match rest.get(digits..) {
+        Some([]) | None => true,
+        Some([b'.', ext @ ..]) => ext.len() <= 3 && !ext.contains(&b'.'),
+        Some(_) => false,
+    }
+}
+
+/// Whether `spelling` is one plain component (SPEC §1.2): a single name,
+/// no `/` or `\`, not `.` or `..`, and nothing Windows reads specially (`:`,
+/// a trailing dot or space, `*?"<>|`, control characters, a reserved device
+/// name). Such a spelling costs one lookup when nothing has that name.
+pub(crate) fn is_plain(spelling: &str) -> bool {
+    let bytes = spelling.as_bytes();
+    if bytes.is_empty() || spelling == "." || spelling == ".." {
+        return false;
+    }
+    if matches!(bytes.last(), Some(b'.' | b' ')) {
+        return false;
+    }
+    if spelling.chars().any(|c| {
+        c.is_control() || matches!(c, '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|')
+    }) {
+        return false;
+    }
+    !is_device_name(bytes)
+}
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Check that a name about to be **created** is portable and unambiguous on
+/// every platform (SPEC §1.4), as git's NTFS protection is: no control or
+/// bidirectional-text characters, none of `: * ? " < > | \ /`, no trailing
+/// dot or space, no reserved device name (`CON`, `nul.txt`, `COM¹`), and no
+/// 8.3 short-name shape (`GIT~1`), which Windows may resolve to another
+/// file such as `.git`.
+///
+/// ```
+/// use agentcaps_paths::check_portable_name;
+/// assert!(check_portable_name("notes.txt").is_ok());
+/// assert!(check_portable_name("aux.c").is_err());
+/// assert!(check_portable_name("GIT~1").is_err());
+/// ```
+///
+/// # Errors
+///
+/// [`PathError::NotPortable`] naming the component and the rule.
+pub fn check_portable_name(component: &str) -> Result<(), PathError> {
+    let refuse = |why| {
+        Err(PathError::NotPortable {
+            name: component.to_owned(),
+            why,
+        })
+    };
+    if component.is_empty() || component == "." || component == ".." {
+        return refuse(NotPortable::Empty);
+    }
+    if component.chars().any(char::is_control) {
+        return refuse(NotPortable::Control);
+    }
+    if component.chars().any(is_bidi) {
+        return refuse(NotPortable::Bidi);
+    }
+    if component
+        .chars()
+        .any(|c| matches!(c, ':' | '*' | '?' | '"' | '<' | '>' | '|' | '\\' | '/'))
+    {
+        return refuse(NotPortable::Reserved);
+    }
+    if component.ends_with(['.', ' ']) {
+        return refuse(NotPortable::TrailingDotOrSpace);
+    }
+    if is_device_name(component.as_bytes()) {
+        return refuse(NotPortable::DeviceName);
+    }
+    if looks_like_short_name(component.as_bytes()) {
+        return refuse(NotPortable::ShortName);
+    }
+    Ok(())
+}
