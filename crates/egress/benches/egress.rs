@@ -1,0 +1,2 @@
+//! Benchmarks of agentcaps-egress (filled in below).
+fn main() {}

@@ -1,0 +1,72 @@
+//! Loosening a policy in code. Everything here opens part of the host's
+//! network to URLs an agent chooses; the call site says so by its path
+//! (`danger::allow_cidr(...)`).
+//!
+//! # Security
+//!
+//! A policy loosened here can reach whatever the opened ranges hold:
+//! loopback services, the cloud metadata endpoint, the private network.
+//! Prefer a narrow range (`127.0.0.1/32` for one test server) and keep
+//! these calls out of code paths an agent can influence. Every loosening
+//! is listed by [`crate::EgressPolicy::loosenings`].
+
+use crate::error::EgressError;
+use crate::policy::{EgressPolicy, parse_cidr};
+
+/// Makes every address in `cidr` reachable, even inside a default-denied
+/// range (`denied_cidrs` still wins).
+///
+/// # Errors
+///
+/// [`EgressError::Config`] when `cidr` is neither a CIDR nor an address.
+///
+/// # Security
+///
+/// See the [module docs](self).
+///
+/// ```
+/// use agentcaps_egress::{EgressPolicy, Method, danger};
+///
+/// let mut policy = EgressPolicy::default();
+/// assert!(policy.check_url("http://127.0.0.1/", &Method::GET).is_err());
+/// danger::allow_cidr(&mut policy, "127.0.0.1/32").unwrap();
+/// assert!(policy.check_url("http://127.0.0.1/", &Method::GET).is_ok());
+/// ```
+pub fn allow_cidr(policy: &mut EgressPolicy, cidr: &str) -> Result<(), EgressError> {
+    let net = parse_cidr(cidr).map_err(|message| EgressError::Config {
+        field: "allowed_cidrs".to_owned(),
+        message,
+    })?;
+    policy.addresses.allowed.push(net);
+    policy.loosened.push(format!("allowed_cidrs opens {net}"));
+    Ok(())
+}
+
+/// Turns off the default denied ranges and names (the `defaults = false`
+/// of the policy file): only the policy's own lists remain.
+///
+/// # Security
+///
+/// See the [module docs](self). Without a `denied_cidrs` list this makes
+/// every address reachable, loopback and cloud metadata included.
+pub fn without_defaults(policy: &mut EgressPolicy) {
+    policy.addresses.defaults = false;
+    policy
+        .loosened
+        .push("defaults = false: the default denied ranges and names are off".to_owned());
+}
+
+/// Makes `port` reachable in addition to the ports already allowed.
+///
+/// # Security
+///
+/// Non-web ports reach services (databases, SMTP, admin consoles) that
+/// do not expect requests written by an agent.
+pub fn allow_port(policy: &mut EgressPolicy, port: u16) {
+    if policy.ports.is_empty() {
+        policy.ports = vec![80, 443];
+    }
+    if port != 0 && !policy.ports.contains(&port) {
+        policy.ports.push(port);
+    }
+}
