@@ -99,6 +99,8 @@ pub enum NotPortable {
     DeviceName,
     /// An 8.3 short-name look-alike of a protected name (`GIT~1`).
     ShortName,
+    /// Not valid UTF-8 (other systems cannot spell it).
+    NotUtf8,
 }
 
 impl NotPortable {
@@ -115,6 +117,7 @@ impl NotPortable {
             }
             NotPortable::DeviceName => "it is a reserved Windows device name (CON, NUL, COM1, ...)",
             NotPortable::ShortName => "it looks like a Windows 8.3 short name (such as GIT~1)",
+            NotPortable::NotUtf8 => "it is not valid UTF-8",
         }
     }
 }

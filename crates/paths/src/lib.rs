@@ -18,15 +18,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
-// The first cut publishes the API; the internals are wired up next.
-#![allow(dead_code)]
 
 mod beneath;
 mod config;
+mod defaults;
 mod error;
 mod fs;
+mod glob;
+mod location;
 mod policy;
 mod real_fs;
+mod resolve;
+mod rules;
 mod sim_fs;
 mod spelling;
 

@@ -3,9 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::defaults;
+use crate::location::Location;
+use crate::resolve::{Resolver, lexical};
+use crate::rules::{Rules, Settings};
+use crate::spelling::{Spelled, split_posix, split_windows, unjudgeable};
 use crate::{
-    Access, Beneath, CaseInsensitive, EntryKind, FileSystem, PathError, RealFs, RootAccess,
-    WindowsAliases,
+    Access, Beneath, CaseInsensitive, EntryKind, FileSystem, NotPortable, PathError, Reading,
+    RealFs, RootAccess, WindowsAliases, check_portable_name,
 };
 
 /// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1.
@@ -87,11 +92,37 @@ impl PathPolicyBuilder {
     /// [`PathError::InvalidPolicy`] for a relative root or blocked path, or
     /// a glob that does not compile.
     pub fn build(self) -> Result<PathPolicy, PathError> {
+        let mut blocked: Vec<String> = Vec::new();
+        let mut write_protected: Vec<String> = Vec::new();
+        if self.defaults {
+            blocked.extend(
+                defaults::BLOCKED
+                    .iter()
+                    .map(|(entry, _)| (*entry).to_owned()),
+            );
+            write_protected.extend(
+                defaults::WRITE_PROTECTED
+                    .iter()
+                    .map(|(entry, _)| (*entry).to_owned()),
+            );
+        }
+        blocked.extend(self.blocked);
+        write_protected.extend(self.write_protected);
+        let aliases = self.windows_aliases.applies();
+        let fold_roots = self.case_insensitive.applies();
+        let rules = Rules::compile(&Settings {
+            roots: &self.roots,
+            blocked: &blocked,
+            write_protected: &write_protected,
+            fold_roots,
+            fold_blocked: fold_roots || aliases,
+            aliases,
+        })?;
         Ok(PathPolicy {
             inner: Arc::new(Inner {
-                roots: self.roots,
-                blocked: self.blocked,
-                write_protected: self.write_protected,
+                rules,
+                blocked,
+                write_protected,
                 windows_aliases: self.windows_aliases,
                 case_insensitive: self.case_insensitive,
                 defaults: self.defaults,
@@ -102,7 +133,7 @@ impl PathPolicyBuilder {
 
 #[derive(Debug)]
 struct Inner {
-    roots: Vec<(PathBuf, RootAccess)>,
+    rules: Rules,
     blocked: Vec<String>,
     write_protected: Vec<String>,
     windows_aliases: WindowsAliases,
@@ -154,6 +185,15 @@ impl Budget {
     /// The whole budget.
     pub fn limit(&self) -> u64 {
         self.limit
+    }
+
+    /// Spend one lookup; `false` when none is left.
+    pub(crate) fn take(&mut self) -> bool {
+        if self.spent >= self.limit {
+            return false;
+        }
+        self.spent += 1;
+        true
     }
 }
 
@@ -272,11 +312,69 @@ impl PathPolicy {
         access: Access,
         budget: &mut Budget,
     ) -> Result<Checked, PathError> {
-        let _ = (fs, base, access, budget);
-        Err(PathError::InvalidPolicy {
-            entry: spelling.to_owned(),
-            reason: "check is not implemented yet".to_owned(),
+        let base = Location::from_absolute(base).ok_or_else(|| PathError::RelativeBase {
+            base: base.to_path_buf(),
+        })?;
+        let readings = self.spell(spelling)?;
+        let rules = &self.inner.rules;
+        let lexical_location = lexical(&base, &readings.posix);
+        rules.judge(spelling, Reading::Lexical, &lexical_location, access)?;
+        if let Some(windows) = &readings.windows {
+            rules.judge(spelling, Reading::Lexical, &lexical(&base, windows), access)?;
+        }
+        let aliases = self.inner.rules.aliases();
+        let mut resolver = Resolver::new(fs, budget, spelling, aliases, readings.windows.is_some());
+        let posix = resolver.posix(&base, &readings.posix)?;
+        let root = rules.judge(spelling, Reading::Posix, &posix.location, access)?;
+        let windows = match &readings.windows {
+            Some(windows) => {
+                let outcome = resolver.windows(&base, windows)?;
+                rules.judge(spelling, Reading::Windows, &outcome.location, access)?;
+                outcome.location
+            }
+            None => posix.location.clone(),
+        };
+        if access == Access::Write
+            && let Some(depth) = posix.missing_from
+        {
+            for name in posix.location.names().skip(depth.saturating_sub(1)) {
+                check_created_name(name)?;
+            }
+        }
+        let (root, root_access) = rules
+            .roots
+            .get(root)
+            .map(|r| (r.canonical.clone(), r.access))
+            .unwrap_or((PathBuf::from("/"), RootAccess::ReadOnly));
+        Ok(Checked {
+            lexical: lexical_location.as_path().to_path_buf(),
+            posix: posix.location.as_path().to_path_buf(),
+            windows: windows.as_path().to_path_buf(),
+            root,
+            root_access,
+            kind: posix.kind,
+            lookups: resolver.lookups(),
         })
+    }
+
+    /// Split a spelling for each reading, refusing what cannot be judged.
+    fn spell<'s>(&self, spelling: &'s str) -> Result<Readings<'s>, PathError> {
+        let aliases = self.inner.rules.aliases();
+        let refuse = |why| PathError::Unjudgeable {
+            spelling: spelling.replace('\0', "\\0"),
+            why,
+        };
+        if let Some(why) = unjudgeable(spelling, aliases) {
+            return Err(refuse(why));
+        }
+        let posix = split_posix(spelling.as_bytes());
+        let windows = if aliases {
+            Some(split_windows(spelling).map_err(refuse)?)
+        } else {
+            Some(posix.clone())
+        };
+        let windows = windows.filter(|w| w.has_up() || *w != posix);
+        Ok(Readings { posix, windows })
     }
 
     /// Lookups the spelled components need when no link is met (SPEC
@@ -284,10 +382,13 @@ impl PathPolicy {
     /// reading that needs its own resolution.
     pub fn spelled_cost(&self, spelling: &str) -> u64 {
         if self.is_plain_component(spelling) {
-            1
-        } else {
-            2 * spelling.split(['/', '\\']).count() as u64
+            return 1;
         }
+        let Ok(readings) = self.spell(spelling) else {
+            return 0;
+        };
+        let names = |s: &Spelled<'_>| 2 * s.names() as u64;
+        names(&readings.posix) + readings.windows.as_ref().map_or(0, names)
     }
 
     /// Upper bound, in lookups, of a check of `spelling` (SPEC §1.2),
@@ -305,7 +406,11 @@ impl PathPolicy {
 
     /// The allowed roots (canonical) and what each permits.
     pub fn roots(&self) -> impl Iterator<Item = (&Path, RootAccess)> {
-        self.inner.roots.iter().map(|(p, a)| (p.as_path(), *a))
+        self.inner
+            .rules
+            .roots
+            .iter()
+            .map(|r| (r.canonical.as_path(), r.access))
     }
 
     /// The blocked entries (roots and globs), defaults included.
@@ -343,5 +448,22 @@ impl PathPolicy {
             policy: self.clone(),
             durable: false,
         })
+    }
+}
+
+/// A spelling split for the POSIX reading, and for the Windows reading when
+/// that one can land elsewhere.
+struct Readings<'s> {
+    posix: Spelled<'s>,
+    windows: Option<Spelled<'s>>,
+}
+
+fn check_created_name(name: &[u8]) -> Result<(), PathError> {
+    match std::str::from_utf8(name) {
+        Ok(text) => check_portable_name(text),
+        Err(_) => Err(PathError::NotPortable {
+            name: String::from_utf8_lossy(name).into_owned(),
+            why: NotPortable::NotUtf8,
+        }),
     }
 }

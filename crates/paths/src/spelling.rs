@@ -21,6 +21,13 @@ pub(crate) struct Spelled<'a> {
 }
 
 impl Spelled<'_> {
+    pub(crate) fn names(&self) -> usize {
+        self.parts
+            .iter()
+            .filter(|p| matches!(p, Part::Name(_)))
+            .count()
+    }
+
     pub(crate) fn has_up(&self) -> bool {
         self.parts.contains(&Part::Up)
     }

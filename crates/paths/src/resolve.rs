@@ -1,0 +1,347 @@
+//! The readings of SPEC §1.1: lexical, POSIX (links as met, `..` physical)
+//! and Windows (`..` lexical first, then links), each paying its lookups
+//! from a [`Budget`].
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use crate::location::Location;
+use crate::spelling::{Part, Spelled, split_posix, split_windows};
+use crate::{Budget, EntryKind, FileSystem, PathError, PathPolicy, Reading};
+
+/// Where a reading ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub(crate) location: Location,
+    /// What is there (links followed), `None` when it does not exist.
+    pub(crate) kind: Option<EntryKind>,
+    /// Depth of the first component that does not exist yet (the first
+    /// name a write would create), if any.
+    pub(crate) missing_from: Option<usize>,
+}
+
+/// The lexical reading: `base` joined with the spelling, `..` popped.
+pub(crate) fn lexical(base: &Location, spelled: &Spelled<'_>) -> Location {
+    let mut location = if spelled.absolute {
+        Location::root()
+    } else {
+        base.clone()
+    };
+    for part in &spelled.parts {
+        match part {
+            Part::Up => location.pop(),
+            Part::Name(name) => location.push(name),
+        }
+    }
+    location
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step<'a> {
+    Up,
+    Name(Cow<'a, [u8]>),
+}
+
+fn steps<'a>(parts: &[Part<'a>]) -> impl DoubleEndedIterator<Item = Step<'a>> {
+    parts.iter().map(|part| match part {
+        Part::Up => Step::Up,
+        Part::Name(name) => Step::Name(Cow::Borrowed(*name)),
+    })
+}
+
+fn owned_steps(parts: &[Part<'_>]) -> Vec<Step<'static>> {
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Up => Step::Up,
+            Part::Name(name) => Step::Name(Cow::Owned(name.to_vec())),
+        })
+        .collect()
+}
+
+/// Walks readings for one check, counting and memoizing lookups.
+pub(crate) struct Resolver<'a> {
+    fs: &'a dyn FileSystem,
+    budget: &'a mut Budget,
+    spelling: &'a str,
+    windows_rules: bool,
+    memo: Option<HashMap<Vec<u8>, Option<EntryKind>>>,
+    links_memo: Option<HashMap<Vec<u8>, Vec<u8>>>,
+    lookups: u64,
+}
+
+impl<'a> Resolver<'a> {
+    pub(crate) fn new(
+        fs: &'a dyn FileSystem,
+        budget: &'a mut Budget,
+        spelling: &'a str,
+        windows_rules: bool,
+        memoize: bool,
+    ) -> Self {
+        Resolver {
+            fs,
+            budget,
+            spelling,
+            windows_rules,
+            memo: memoize.then(HashMap::new),
+            links_memo: memoize.then(HashMap::new),
+            lookups: 0,
+        }
+    }
+
+    pub(crate) fn lookups(&self) -> u64 {
+        self.lookups
+    }
+
+    fn pay(&mut self) -> Result<(), PathError> {
+        if !self.budget.take() {
+            return Err(PathError::TooCostly {
+                spelling: self.spelling.to_owned(),
+                budget: self.budget.limit(),
+            });
+        }
+        self.lookups += 1;
+        Ok(())
+    }
+
+    fn entry(&mut self, location: &Location) -> Result<Option<EntryKind>, PathError> {
+        if let Some(kind) = self.memo.as_ref().and_then(|m| m.get(location.as_bytes())) {
+            return Ok(*kind);
+        }
+        self.pay()?;
+        let kind = self
+            .fs
+            .entry(location.as_path())
+            .map_err(|e| PathError::io("lstat", location.as_path(), e))?;
+        if let Some(memo) = self.memo.as_mut() {
+            memo.insert(location.as_bytes().to_vec(), kind);
+        }
+        Ok(kind)
+    }
+
+    fn read_link(&mut self, location: &Location) -> Result<Vec<u8>, PathError> {
+        if let Some(target) = self
+            .links_memo
+            .as_ref()
+            .and_then(|m| m.get(location.as_bytes()))
+        {
+            return Ok(target.clone());
+        }
+        self.pay()?;
+        let target = self
+            .fs
+            .read_link(location.as_path())
+            .map_err(|e| PathError::io("readlink", location.as_path(), e))?;
+        let target = target.into_os_string().into_vec();
+        if let Some(memo) = self.links_memo.as_mut() {
+            memo.insert(location.as_bytes().to_vec(), target.clone());
+        }
+        Ok(target)
+    }
+
+    fn too_many(&self, reading: Reading, looped: Option<&Location>) -> PathError {
+        match looped {
+            Some(link) => PathError::LinkLoop {
+                spelling: self.spelling.to_owned(),
+                reading,
+                link: link.as_path().to_path_buf(),
+            },
+            None => PathError::TooManyLinks {
+                spelling: self.spelling.to_owned(),
+                reading,
+                limit: PathPolicy::MAX_LINKS,
+            },
+        }
+    }
+
+    /// The POSIX reading: follow each link as it is met (relative targets
+    /// from the link's directory); `..` goes to the physical parent of
+    /// where resolution stands. Beneath a missing name (or a file) the rest
+    /// is applied lexically, until a `..` climbs back out of it.
+    pub(crate) fn posix(
+        &mut self,
+        base: &Location,
+        spelled: &Spelled<'_>,
+    ) -> Result<Outcome, PathError> {
+        let mut current = if spelled.absolute {
+            Location::root()
+        } else {
+            base.clone()
+        };
+        let mut stack: Vec<Step<'_>> = steps(&spelled.parts).rev().collect();
+        let mut kind = Some(EntryKind::Dir);
+        let mut missing_from: Option<usize> = None;
+        let mut followed: Vec<(Location, Vec<Step<'_>>)> = Vec::new();
+        while let Some(step) = stack.pop() {
+            let name = match step {
+                Step::Up => {
+                    current.pop();
+                    if missing_from.is_some_and(|depth| current.depth() < depth) {
+                        missing_from = None;
+                        kind = Some(EntryKind::Dir);
+                    }
+                    continue;
+                }
+                Step::Name(name) => name,
+            };
+            current.push(&name);
+            if missing_from.is_some() {
+                continue;
+            }
+            if kind != Some(EntryKind::Dir) {
+                missing_from = Some(current.depth());
+                kind = None;
+                continue;
+            }
+            kind = self.entry(&current)?;
+            match kind {
+                None => missing_from = Some(current.depth()),
+                Some(EntryKind::Symlink) => {
+                    let target = self.read_link(&current)?;
+                    if target.is_empty() {
+                        missing_from = Some(current.depth());
+                        kind = None;
+                        continue;
+                    }
+                    let looped = followed
+                        .iter()
+                        .any(|(link, rest)| *link == current && *rest == stack);
+                    if looped || followed.len() >= PathPolicy::MAX_LINKS as usize {
+                        return Err(self.too_many(Reading::Posix, looped.then_some(&current)));
+                    }
+                    followed.push((current.clone(), stack.clone()));
+                    let target = split_posix(&target);
+                    current.pop();
+                    if target.absolute {
+                        current = Location::root();
+                    }
+                    stack.extend(owned_steps(&target.parts).into_iter().rev());
+                    kind = Some(EntryKind::Dir);
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(Outcome {
+            location: current,
+            kind: if missing_from.is_some() { None } else { kind },
+            missing_from,
+        })
+    }
+
+    /// The Windows reading: apply `..` lexically first, then resolve the
+    /// remaining links (each link's target joined to its directory and
+    /// normalized lexically the same way).
+    pub(crate) fn windows(
+        &mut self,
+        base: &Location,
+        spelled: &Spelled<'_>,
+    ) -> Result<Outcome, PathError> {
+        let mut names: Vec<Cow<'_, [u8]>> = if spelled.absolute {
+            Vec::new()
+        } else {
+            base.names().map(Cow::Borrowed).collect()
+        };
+        // The base is a real location: its prefixes hold no links.
+        let mut real = names.len();
+        for part in &spelled.parts {
+            match part {
+                Part::Up => {
+                    names.pop();
+                    real = real.min(names.len());
+                }
+                Part::Name(name) => names.push(Cow::Borrowed(*name)),
+            }
+        }
+        let mut kind = Some(EntryKind::Dir);
+        let mut missing_from = None;
+        let mut followed: Vec<(Vec<Cow<'_, [u8]>>, usize)> = Vec::new();
+        let mut index = real;
+        while index < names.len() {
+            let mut current = Location::root();
+            for name in names.iter().take(index + 1) {
+                current.push(name);
+            }
+            kind = self.entry(&current)?;
+            match kind {
+                None => {
+                    missing_from = Some(index + 1);
+                    break;
+                }
+                Some(EntryKind::Symlink) => {
+                    let target = self.read_link(&current)?;
+                    if target.is_empty() {
+                        missing_from = Some(index + 1);
+                        kind = None;
+                        break;
+                    }
+                    let looped = followed
+                        .iter()
+                        .any(|(seen, at)| *at == index && *seen == names);
+                    if looped || followed.len() >= PathPolicy::MAX_LINKS as usize {
+                        return Err(self.too_many(Reading::Windows, looped.then_some(&current)));
+                    }
+                    followed.push((names.clone(), index));
+                    let target = self.split_target(&target)?;
+                    let mut joined: Vec<Cow<'_, [u8]>> = if target.absolute {
+                        Vec::new()
+                    } else {
+                        names.iter().take(index).cloned().collect()
+                    };
+                    for part in &target.parts {
+                        match part {
+                            Part::Up => {
+                                joined.pop();
+                            }
+                            Part::Name(name) => joined.push(Cow::Owned(name.to_vec())),
+                        }
+                    }
+                    let still_real = joined
+                        .iter()
+                        .zip(names.iter().take(index))
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    joined.extend(names.iter().skip(index + 1).cloned());
+                    names = joined;
+                    index = still_real;
+                    kind = Some(EntryKind::Dir);
+                }
+                Some(EntryKind::Dir) => index += 1,
+                Some(_) => {
+                    index += 1;
+                    if index < names.len() {
+                        missing_from = Some(index + 1);
+                        kind = None;
+                        break;
+                    }
+                }
+            }
+        }
+        let mut location = Location::root();
+        for name in &names {
+            location.push(name);
+        }
+        Ok(Outcome {
+            location,
+            kind: if missing_from.is_some() { None } else { kind },
+            missing_from,
+        })
+    }
+
+    fn split_target<'t>(&self, target: &'t [u8]) -> Result<Spelled<'t>, PathError> {
+        if self.windows_rules
+            && let Ok(text) = std::str::from_utf8(target)
+        {
+            return split_windows(text).map_err(|why| PathError::Unjudgeable {
+                spelling: format!(
+                    "{} (through a link to {})",
+                    self.spelling,
+                    OsStr::from_bytes(target).to_string_lossy()
+                ),
+                why,
+            });
+        }
+        Ok(split_posix(target))
+    }
+}

@@ -1,0 +1,300 @@
+//! The compiled policy: canonical roots, and every blocked and
+//! write-protected entry in one automaton.
+
+use std::path::{Path, PathBuf};
+
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input, MatchKind, PatternSet, meta};
+
+use crate::glob::{glob_regex, is_glob, path_regex};
+use crate::location::Location;
+use crate::spelling::windows_alias_of;
+use crate::{Access, PathError, Reading, RootAccess};
+
+#[derive(Debug)]
+pub(crate) struct Root {
+    /// Canonical location (what [`crate::PathPolicy::roots`] reports).
+    pub(crate) canonical: PathBuf,
+    /// Spellings that denote it (canonical and as given), folded when roots
+    /// compare case-insensitively.
+    forms: Vec<Vec<u8>>,
+    pub(crate) access: RootAccess,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EntryKind {
+    Blocked,
+    WriteProtected,
+}
+
+#[derive(Debug)]
+pub(crate) struct Rules {
+    pub(crate) roots: Vec<Root>,
+    /// Blocked and write-protected entries, in pattern order.
+    entries: Vec<(String, EntryKind)>,
+    automaton: Option<meta::Regex>,
+    fold_roots: bool,
+    aliases: bool,
+    allowed_text: String,
+}
+
+/// Case folding used for roots (and by the simulated file system).
+pub(crate) fn fold(bytes: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.to_lowercase().into_bytes(),
+        Err(_) => bytes.to_ascii_lowercase(),
+    }
+}
+
+fn invalid(entry: &str, reason: impl Into<String>) -> PathError {
+    PathError::InvalidPolicy {
+        entry: entry.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Canonicalize the longest existing prefix of an absolute path and append
+/// the rest, so that a root spelled through a link (macOS `/tmp`) and a
+/// root not created yet both work.
+fn canonical(path: &Path, entry: &str) -> Result<Location, PathError> {
+    let lexical =
+        Location::from_absolute(path).ok_or_else(|| invalid(entry, "must be an absolute path"))?;
+    let names: Vec<&[u8]> = lexical.names().collect();
+    for keep in (0..=names.len()).rev() {
+        let mut prefix = Location::root();
+        for name in names.iter().take(keep) {
+            prefix.push(name);
+        }
+        if let Ok(real) = std::fs::canonicalize(prefix.as_path()) {
+            let Some(mut location) = Location::from_absolute(&real) else {
+                continue;
+            };
+            for name in names.iter().skip(keep) {
+                location.push(name);
+            }
+            return Ok(location);
+        }
+    }
+    Ok(lexical)
+}
+
+pub(crate) struct Settings<'a> {
+    pub(crate) roots: &'a [(PathBuf, RootAccess)],
+    pub(crate) blocked: &'a [String],
+    pub(crate) write_protected: &'a [String],
+    pub(crate) fold_roots: bool,
+    pub(crate) fold_blocked: bool,
+    pub(crate) aliases: bool,
+}
+
+impl Rules {
+    pub(crate) fn compile(settings: &Settings<'_>) -> Result<Self, PathError> {
+        let fold_root = |bytes: &[u8]| {
+            if settings.fold_roots {
+                fold(bytes)
+            } else {
+                bytes.to_vec()
+            }
+        };
+        let mut roots = Vec::new();
+        for (path, access) in settings.roots {
+            let entry = path.display().to_string();
+            let real = canonical(path, &entry)?;
+            let mut forms = vec![fold_root(real.as_bytes())];
+            if let Some(spelled) = Location::from_absolute(path) {
+                let spelled = fold_root(spelled.as_bytes());
+                if !forms.contains(&spelled) {
+                    forms.push(spelled);
+                }
+            }
+            roots.push(Root {
+                canonical: real.as_path().to_path_buf(),
+                forms,
+                access: *access,
+            });
+        }
+        let mut entries = Vec::new();
+        let mut patterns = Vec::new();
+        for entry in settings.blocked {
+            if is_glob(entry) {
+                patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
+            } else {
+                let lexical = Location::from_absolute(Path::new(entry)).ok_or_else(|| {
+                    invalid(
+                        entry,
+                        "a blocked path must be absolute (or use a glob such as `**/name`)",
+                    )
+                })?;
+                let real = canonical(Path::new(entry), entry)?;
+                patterns.push(path_regex(real.as_bytes()));
+                if real != lexical {
+                    entries.push((entry.clone(), EntryKind::Blocked));
+                    patterns.push(path_regex(lexical.as_bytes()));
+                }
+            }
+            entries.push((entry.clone(), EntryKind::Blocked));
+        }
+        for entry in settings.write_protected {
+            patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
+            entries.push((entry.clone(), EntryKind::WriteProtected));
+        }
+        let automaton = if patterns.is_empty() {
+            None
+        } else {
+            Some(
+                meta::Regex::builder()
+                    .syntax(
+                        syntax::Config::new()
+                            .utf8(false)
+                            .case_insensitive(settings.fold_blocked),
+                    )
+                    .configure(
+                        meta::Regex::config()
+                            .match_kind(MatchKind::All)
+                            .utf8_empty(false),
+                    )
+                    .build_many(&patterns)
+                    .map_err(|e| invalid("blocked entries", e.to_string()))?,
+            )
+        };
+        let allowed_text = if roots.is_empty() {
+            "none".to_owned()
+        } else {
+            roots
+                .iter()
+                .map(|r| match r.access {
+                    RootAccess::ReadWrite => r.canonical.display().to_string(),
+                    RootAccess::ReadOnly => format!("{} (read-only)", r.canonical.display()),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Ok(Rules {
+            roots,
+            entries,
+            automaton,
+            fold_roots: settings.fold_roots,
+            aliases: settings.aliases,
+            allowed_text,
+        })
+    }
+
+    /// Whether Windows spelling rules apply.
+    pub(crate) fn aliases(&self) -> bool {
+        self.aliases
+    }
+
+    /// The most specific root holding `location`.
+    pub(crate) fn root_of(&self, location: &Location) -> Option<usize> {
+        let folded;
+        let bytes = if self.fold_roots {
+            folded = fold(location.as_bytes());
+            &folded
+        } else {
+            location.as_bytes()
+        };
+        let mut best: Option<(usize, usize)> = None;
+        for (index, root) in self.roots.iter().enumerate() {
+            for form in &root.forms {
+                if contains(form, bytes) && best.is_none_or(|(_, len)| form.len() > len) {
+                    best = Some((index, form.len()));
+                }
+            }
+        }
+        best.map(|(index, _)| index)
+    }
+
+    /// The first blocked (or, for writes, write-protected) entry matching
+    /// `location` as spelled and, where Windows aliases apply, as Windows
+    /// would name it.
+    fn blocking_entry(&self, location: &Location, access: Access) -> Option<(&str, EntryKind)> {
+        let automaton = self.automaton.as_ref()?;
+        let mut set = PatternSet::new(automaton.pattern_len());
+        let mut probe = |bytes: &[u8]| {
+            let input = Input::new(bytes).anchored(Anchored::Yes);
+            if automaton.is_match(input.clone()) {
+                automaton.which_overlapping_matches(&input, &mut set);
+            }
+        };
+        probe(location.as_bytes());
+        if self.aliases {
+            let mut aliased = Location::root();
+            for name in location.names() {
+                let alias = windows_alias_of(name);
+                aliased.push(if alias.is_empty() { name } else { alias });
+            }
+            if aliased != *location {
+                probe(aliased.as_bytes());
+            }
+        }
+        let mut protected = None;
+        for id in set.iter() {
+            let (entry, kind) = self.entries.get(id.as_usize())?;
+            match kind {
+                EntryKind::Blocked => return Some((entry, *kind)),
+                EntryKind::WriteProtected if access == Access::Write => {
+                    protected.get_or_insert((entry.as_str(), *kind));
+                }
+                EntryKind::WriteProtected => {}
+            }
+        }
+        protected
+    }
+
+    /// Judge one reading's location; returns the index of its root.
+    pub(crate) fn judge(
+        &self,
+        spelling: &str,
+        reading: Reading,
+        location: &Location,
+        access: Access,
+    ) -> Result<usize, PathError> {
+        let Some(index) = self.root_of(location) else {
+            return Err(PathError::OutsideRoots {
+                spelling: spelling.to_owned(),
+                reading,
+                location: location.as_path().to_path_buf(),
+                allowed: self.allowed_text.clone(),
+            });
+        };
+        if let Some((entry, kind)) = self.blocking_entry(location, access) {
+            let location = location.as_path().to_path_buf();
+            let spelling = spelling.to_owned();
+            let entry = entry.to_owned();
+            return Err(match kind {
+                EntryKind::Blocked => PathError::Blocked {
+                    spelling,
+                    reading,
+                    location,
+                    entry,
+                },
+                EntryKind::WriteProtected => PathError::WriteProtected {
+                    spelling,
+                    reading,
+                    location,
+                    entry,
+                },
+            });
+        }
+        let root = self.roots.get(index).map(|r| (r.access, &r.canonical));
+        if let Some((RootAccess::ReadOnly, root)) = root
+            && access == Access::Write
+        {
+            return Err(PathError::ReadOnly {
+                spelling: spelling.to_owned(),
+                reading,
+                location: location.as_path().to_path_buf(),
+                root: root.clone(),
+            });
+        }
+        Ok(index)
+    }
+}
+
+/// Whether `root` is a whole-component prefix of `location`.
+fn contains(root: &[u8], location: &[u8]) -> bool {
+    if root == b"/" {
+        return location.first() == Some(&b'/');
+    }
+    location.starts_with(root) && matches!(location.get(root.len()), None | Some(b'/'))
+}
