@@ -1,5 +1,249 @@
-//! `agentcaps-patch` — **not built yet.**
+//! # agentcaps-patch — apply model-written patches, atomically, inside a path policy
 //!
-//! This crate is a placeholder in the workspace: it compiles and exports nothing.
-//! Its contract is in SPEC.md §4.
+//! Parses a unified diff (plain or git-style) or a `*** Begin Patch`
+//! envelope, judges every path it names with an
+//! [`agentcaps_paths::PathPolicy`] **against the tree as the patch would
+//! leave it**, applies every hunk in memory, and only then writes: each new
+//! content is staged beside its target beneath the root's directory handle
+//! and renamed into place, and anything already renamed is rolled back if a
+//! later step fails. No `.orig`/`.rej` files, ever.
+//!
+//! ```
+//! use agentcaps_patch::{ApplyOptions, Patch, PatchPolicyConfig, Patcher};
+//! use agentcaps_paths::PathPolicy;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let root = dir.path().canonicalize()?;
+//! std::fs::write(root.join("hello.txt"), "hello\nworld\n")?;
+//! let patcher = Patcher::new(PathPolicy::builder().allow(&root).build()?, PatchPolicyConfig::default());
+//!
+//! // Allowed: an edit of a file under the root.
+//! let patch = Patch::parse("--- a/hello.txt\n+++ b/hello.txt\n@@ -1,2 +1,2 @@\n hello\n-world\n+there\n")?;
+//! patcher.apply(&patch, &root, ApplyOptions::default())?;
+//! assert_eq!(std::fs::read_to_string(root.join("hello.txt"))?, "hello\nthere\n");
+//!
+//! // Refused: a path that climbs out, whatever the policy allows.
+//! let patch = Patch::parse("*** Begin Patch\n*** Add File: ../escape.txt\n+x\n*** End Patch\n")?;
+//! let err = patcher.apply(&patch, &root, ApplyOptions::default()).unwrap_err();
+//! assert_eq!(err.rule(), "dot-dot");
+//! assert!(err.is_refusal());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is decided
+//!
+//! - **Formats**: see [`Patch::parse`]. `ed` scripts, context diffs, binary
+//!   patches, copies, mode changes, symbolic links and unknown git headers
+//!   are refused by name.
+//! - **Paths**: absolute names, `..`, empty names, backslashes and names
+//!   that are not portable (SPEC §1.4) are refused from the spelling alone;
+//!   then every name is judged by the path policy for `Write` (a move's
+//!   source for `Read` too) on an overlay of the tree showing the patch's
+//!   own changes; no name may go through a symbolic link, before or after.
+//!   One fate per path.
+//! - **Matching**: stated line, nearest exact offset, trailing whitespace
+//!   ignored, lenient folding only when configured; ties are ambiguous and
+//!   refused; every concession is in the [`ApplyReport`].
+//! - **State**: creating over an existing file, moving onto one, updating or
+//!   deleting a missing one, and deleting a file whose content differs from
+//!   the patch are refused.
+//! - **Bounds**: [`PatchPolicyConfig`].
+//!
+//! # What is not protected
+//!
+//! Hard links cannot be seen by a path check (SPEC §1.1), but a patched
+//! file is replaced by rename, so a hard-linked inode elsewhere is never
+//! written. Between planning and renaming, another process could create a
+//! file where the patch creates one; the rename then replaces it.
+//! Directories emptied by deletions are left in place.
 #![forbid(unsafe_code)]
+
+mod config;
+mod envelope;
+mod error;
+mod hunk;
+mod model;
+mod overlay;
+mod plan;
+mod print;
+mod quote;
+mod report;
+mod text;
+mod transaction;
+mod unified;
+
+use std::path::Path;
+
+use agentcaps_paths::{PathError, PathPolicy, RealFs};
+
+pub use config::PatchPolicyConfig;
+pub use error::{Bound, Candidate, PatchError, StateCheck, UnsafePath, Unsupported};
+pub use model::{Format, Patch};
+pub use report::{ApplyReport, Concession, FileAction, FileReport, HunkReport};
+
+impl Patch {
+    /// Parses a patch, detecting its format: a `*** Begin Patch` envelope
+    /// when its first non-blank line opens one, a unified diff otherwise.
+    ///
+    /// Unified diffs: plain or git-style, several files, `/dev/null` for
+    /// creation and deletion, `rename from`/`rename to`, C-quoted names,
+    /// `\ No newline at end of file`; hunk header counts must agree with the
+    /// body. Text before the first file header is skipped.
+    ///
+    /// Envelope: `*** Add File:`, `*** Delete File:`, `*** Update File:`
+    /// with an optional `*** Move to:`, `@@` anchors, `*** End of File`.
+    ///
+    /// This does not bound the text's size; [`Patcher::parse`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`PatchError::Parse`] (the line and what was expected),
+    /// [`PatchError::HeaderCounts`], and [`PatchError::Unsupported`] for the
+    /// constructs refused by name.
+    pub fn parse(text: &str) -> Result<Patch, PatchError> {
+        if envelope::detect(text) {
+            envelope::parse(text)
+        } else {
+            unified::parse(text)
+        }
+    }
+
+    /// The format the patch was written in.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// How many file sections the patch has.
+    pub fn file_count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// How many hunks the patch has, all files together.
+    pub fn hunk_count(&self) -> usize {
+        self.files.iter().map(|f| f.hunks.len()).sum()
+    }
+}
+
+/// How to apply a patch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ApplyOptions {
+    /// Plan and report, write nothing.
+    pub dry_run: bool,
+    /// Leading components removed from unified-diff names (`-p N`). `None`:
+    /// remove git's `a/` from old names and `b/` from new names where
+    /// present (SPEC §5.2). Names of `rename from`/`rename to` and of the
+    /// envelope are never stripped.
+    pub strip: Option<usize>,
+}
+
+/// Applies patches under a path policy.
+#[derive(Debug, Clone)]
+pub struct Patcher {
+    policy: PathPolicy,
+    config: PatchPolicyConfig,
+}
+
+impl Patcher {
+    /// A patcher that writes only where `policy` allows, within `config`'s
+    /// bounds.
+    pub fn new(policy: PathPolicy, config: PatchPolicyConfig) -> Self {
+        Patcher { policy, config }
+    }
+
+    /// The bounds and modes in force.
+    pub fn config(&self) -> &PatchPolicyConfig {
+        &self.config
+    }
+
+    /// [`Patch::parse`], refusing text longer than `max_patch_bytes` before
+    /// reading it.
+    ///
+    /// # Errors
+    ///
+    /// [`PatchError::Bound`], or as [`Patch::parse`].
+    pub fn parse(&self, text: &str) -> Result<Patch, PatchError> {
+        let len = u64::try_from(text.len()).unwrap_or(u64::MAX);
+        if len > self.config.max_patch_bytes {
+            return Err(PatchError::Bound {
+                bound: Bound::PatchBytes,
+                limit: self.config.max_patch_bytes,
+                actual: len,
+                path: None,
+            });
+        }
+        Patch::parse(text)
+    }
+
+    /// Applies `patch` to the files under `base_dir` (names in the patch are
+    /// relative to it): all of it, or — on any error — none of it.
+    ///
+    /// # Errors
+    ///
+    /// Refusals ([`PatchError::is_refusal`]): bounds, unsafe or refused
+    /// paths, symbolic links, two sections for one file. Failures to apply:
+    /// [`PatchError::NoMatch`], [`PatchError::Ambiguous`],
+    /// [`PatchError::State`]. [`PatchError::Io`] when reading or writing
+    /// fails; what was done is rolled back first, and
+    /// [`PatchError::RollbackFailed`] names the files it could not restore.
+    ///
+    /// # Security
+    ///
+    /// Every name is judged for `Write` (and a move's source for `Read`) by
+    /// the path policy on a view of the tree as the patch would leave it, so
+    /// a patch cannot create or rename a link and then write through it; no
+    /// name may pass through a symbolic link at all. Writes happen beneath
+    /// the root's directory handle ([`agentcaps_paths::Beneath`]), refusing
+    /// any link met on the way, so a link swapped in after the checks makes
+    /// the write fail rather than escape.
+    pub fn apply(
+        &self,
+        patch: &Patch,
+        base_dir: &Path,
+        options: ApplyOptions,
+    ) -> Result<ApplyReport, PatchError> {
+        plan::check_bounds(patch, &self.config)?;
+        let base = base_dir.canonicalize().map_err(|source| PatchError::Io {
+            op: "open base directory",
+            path: base_dir.display().to_string(),
+            source: PathError::Io {
+                op: "canonicalize",
+                path: base_dir.to_path_buf(),
+                source,
+            },
+        })?;
+        let mut beneath = self.policy.open_beneath().map_err(|source| {
+            if source.is_refusal() {
+                PatchError::PathPolicy {
+                    path: base.display().to_string(),
+                    source,
+                }
+            } else {
+                PatchError::Io {
+                    op: "open roots",
+                    path: base.display().to_string(),
+                    source,
+                }
+            }
+        })?;
+        beneath.set_durable(self.config.durable);
+        let ctx = plan::Context {
+            policy: &self.policy,
+            beneath: &beneath,
+            fs: &RealFs,
+            base: &base,
+            config: &self.config,
+        };
+        let plan = plan::plan(patch, &ctx, options.strip)?;
+        if !options.dry_run {
+            let mut store = transaction::BeneathStore {
+                beneath: &beneath,
+                base: &base,
+            };
+            transaction::execute(&mut store, &plan)?;
+        }
+        Ok(ApplyReport {
+            dry_run: options.dry_run,
+            files: plan.files.into_iter().map(|f| f.report).collect(),
+        })
+    }
+}

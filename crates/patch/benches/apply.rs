@@ -1,0 +1,2 @@
+//! Placeholder: the apply benchmark is being written.
+fn main() {}

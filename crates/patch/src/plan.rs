@@ -1,0 +1,501 @@
+//! Planning: every name resolved and judged, every hunk applied in memory,
+//! before anything is written.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use agentcaps_paths::{
+    Access, Beneath, EntryKind, FileSystem, PathError, PathPolicy, check_portable_name,
+};
+
+use crate::config::PatchPolicyConfig;
+use crate::error::{Bound, PatchError, StateCheck, UnsafePath};
+use crate::model::{FilePatch, Format, Operation, Patch};
+use crate::overlay::{After, Overlay};
+use crate::report::{FileAction, FileReport};
+
+type Result<T> = std::result::Result<T, PatchError>;
+
+/// One file's planned change, with what is needed to undo it.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    pub(crate) op: Operation,
+    /// Content before the patch (update, delete, move source).
+    pub(crate) original: Option<Vec<u8>>,
+    /// Content after the patch (create, update, move target).
+    pub(crate) content: Option<Vec<u8>>,
+    pub(crate) report: FileReport,
+}
+
+/// A whole patch, planned.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) files: Vec<Planned>,
+    /// Directories to create, parents first (relative spellings).
+    pub(crate) new_dirs: Vec<String>,
+}
+
+/// Removes the strip prefix: git's `a/`/`b/` by default, `n` components
+/// with `-p n`.
+fn strip(raw: &str, strip: Option<usize>, git_prefix: &str) -> Result<String> {
+    match strip {
+        None => Ok(raw.strip_prefix(git_prefix).unwrap_or(raw).to_owned()),
+        Some(0) => Ok(raw.to_owned()),
+        Some(n) => {
+            let mut rest = raw;
+            for _ in 0..n {
+                match rest.split_once('/') {
+                    Some((_, r)) => rest = r.trim_start_matches('/'),
+                    None => {
+                        return Err(PatchError::UnsafePath {
+                            path: raw.to_owned(),
+                            why: UnsafePath::Strip,
+                        });
+                    }
+                }
+            }
+            Ok(rest.to_owned())
+        }
+    }
+}
+
+fn is_drive(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() >= 2 && b.first().is_some_and(u8::is_ascii_alphabetic) && b.get(1) == Some(&b':')
+}
+
+/// Judges a name from its spelling alone and returns it normalized
+/// (components joined by `/`, `.` components dropped).
+pub(crate) fn normalize(raw: &str) -> Result<String> {
+    let refuse = |why| {
+        Err(PatchError::UnsafePath {
+            path: raw.to_owned(),
+            why,
+        })
+    };
+    if raw.is_empty() {
+        return refuse(UnsafePath::Empty);
+    }
+    if raw.starts_with('/') || raw.starts_with('\\') || is_drive(raw) {
+        return refuse(UnsafePath::Absolute);
+    }
+    if raw
+        .split(['/', '\\'])
+        .any(|c| c.starts_with("..") && c.trim_end_matches([' ', '.']).is_empty())
+    {
+        return refuse(UnsafePath::DotDot);
+    }
+    if raw.contains('\\') {
+        return refuse(UnsafePath::Backslash);
+    }
+    let mut parts = Vec::new();
+    for component in raw.split('/') {
+        match component {
+            "" => return refuse(UnsafePath::Empty),
+            "." => {}
+            c => {
+                check_portable_name(c).map_err(|source| PatchError::PathPolicy {
+                    path: raw.to_owned(),
+                    source,
+                })?;
+                parts.push(c);
+            }
+        }
+    }
+    if parts.is_empty() {
+        return refuse(UnsafePath::Empty);
+    }
+    Ok(parts.join("/"))
+}
+
+/// What a section does, with names stripped and judged by spelling.
+fn operation(file: &FilePatch, format: Format, strip_level: Option<usize>) -> Result<Operation> {
+    let strip_level = if format == Format::Envelope {
+        Some(0)
+    } else {
+        strip_level
+    };
+    let old = file
+        .old
+        .as_deref()
+        .map(|o| strip(o, strip_level, "a/").and_then(|s| normalize(&s)))
+        .transpose()?;
+    let new = file
+        .new
+        .as_deref()
+        .map(|n| strip(n, strip_level, "b/").and_then(|s| normalize(&s)))
+        .transpose()?;
+    if let Some((from, to)) = &file.rename {
+        return Ok(Operation::Move(normalize(from)?, normalize(to)?));
+    }
+    Ok(match (old, new) {
+        (None, Some(n)) => Operation::Create(n),
+        (Some(o), None) => Operation::Delete(o),
+        (Some(_), Some(n)) => Operation::Update(n),
+        (None, None) => {
+            return Err(PatchError::UnsafePath {
+                path: String::new(),
+                why: UnsafePath::Empty,
+            });
+        }
+    })
+}
+
+fn bound(bound: Bound, limit: u64, actual: u64, path: Option<&str>) -> Result<()> {
+    if actual > limit {
+        return Err(PatchError::Bound {
+            bound,
+            limit,
+            actual,
+            path: path.map(str::to_owned),
+        });
+    }
+    Ok(())
+}
+
+fn as_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// The size and count bounds that need no file.
+pub(crate) fn check_bounds(patch: &Patch, config: &PatchPolicyConfig) -> Result<()> {
+    bound(
+        Bound::PatchBytes,
+        config.max_patch_bytes,
+        as_u64(patch.source_bytes.0),
+        None,
+    )?;
+    bound(
+        Bound::Files,
+        as_u64(config.max_files),
+        as_u64(patch.files.len()),
+        None,
+    )?;
+    let hunks: usize = patch.files.iter().map(|f| f.hunks.len()).sum();
+    bound(Bound::Hunks, as_u64(config.max_hunks), as_u64(hunks), None)
+}
+
+/// Everything a plan needs from the caller.
+pub(crate) struct Context<'a> {
+    pub(crate) policy: &'a PathPolicy,
+    pub(crate) beneath: &'a Beneath,
+    pub(crate) fs: &'a dyn FileSystem,
+    pub(crate) base: &'a Path,
+    pub(crate) config: &'a PatchPolicyConfig,
+}
+
+fn io(op: &'static str, path: &str, source: std::io::Error) -> PatchError {
+    PatchError::Io {
+        op,
+        path: path.to_owned(),
+        source: PathError::Io {
+            op,
+            path: PathBuf::from(path),
+            source,
+        },
+    }
+}
+
+/// What is at `rel` in `fs`, refusing links on the way (and at the end).
+fn walk(fs: &dyn FileSystem, base: &Path, rel: &str) -> Result<Option<EntryKind>> {
+    let mut at = base.to_path_buf();
+    let mut components = rel.split('/').peekable();
+    while let Some(c) = components.next() {
+        at.push(c);
+        let kind = fs.entry(&at).map_err(|e| io("lstat", rel, e))?;
+        let last = components.peek().is_none();
+        let so_far = at
+            .strip_prefix(base)
+            .unwrap_or(&at)
+            .to_string_lossy()
+            .into_owned();
+        match kind {
+            Some(EntryKind::Symlink) => {
+                return Err(PatchError::Symlink {
+                    path: rel.to_owned(),
+                    link: so_far,
+                });
+            }
+            Some(k) if last => return Ok(Some(k)),
+            None => return Ok(None),
+            Some(EntryKind::Dir) => {}
+            Some(_) => {
+                return Err(PatchError::State {
+                    path: rel.to_owned(),
+                    check: StateCheck::ParentNotADirectory,
+                });
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn judge(ctx: &Context<'_>, view: &dyn FileSystem, rel: &str, access: Access) -> Result<()> {
+    ctx.policy
+        .check_on(view, ctx.base, rel, access)
+        .map(|_| ())
+        .map_err(|source| PatchError::PathPolicy {
+            path: rel.to_owned(),
+            source,
+        })
+}
+
+fn expect_file(rel: &str, kind: Option<EntryKind>) -> Result<()> {
+    match kind {
+        Some(EntryKind::File) => Ok(()),
+        None => Err(PatchError::State {
+            path: rel.to_owned(),
+            check: StateCheck::Missing,
+        }),
+        Some(_) => Err(PatchError::State {
+            path: rel.to_owned(),
+            check: StateCheck::NotAFile,
+        }),
+    }
+}
+
+fn expect_absent(rel: &str, kind: Option<EntryKind>) -> Result<()> {
+    match kind {
+        None => Ok(()),
+        Some(_) => Err(PatchError::State {
+            path: rel.to_owned(),
+            check: StateCheck::Exists,
+        }),
+    }
+}
+
+fn read(ctx: &Context<'_>, rel: &str) -> Result<Vec<u8>> {
+    let bytes = ctx
+        .beneath
+        .read(ctx.base, rel, ctx.config.max_target_bytes)
+        .map_err(|e| match e {
+            PathError::TooLarge { len, limit, .. } => PatchError::Bound {
+                bound: Bound::TargetBytes,
+                limit,
+                actual: len,
+                path: Some(rel.to_owned()),
+            },
+            e if e.is_refusal() => PatchError::PathPolicy {
+                path: rel.to_owned(),
+                source: e,
+            },
+            e => PatchError::Io {
+                op: "read",
+                path: rel.to_owned(),
+                source: e,
+            },
+        })?;
+    if bytes.contains(&0) {
+        return Err(PatchError::State {
+            path: rel.to_owned(),
+            check: StateCheck::NotText,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Resolves, judges and applies the whole patch in memory.
+pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>) -> Result<Plan> {
+    check_bounds(patch, ctx.config)?;
+    let ops = patch
+        .files
+        .iter()
+        .map(|f| operation(f, patch.format, strip_level))
+        .collect::<Result<Vec<_>>>()?;
+
+    // One fate per path (case folded: two spellings of one file on a
+    // case-insensitive file system are one path).
+    let mut seen = HashSet::new();
+    for op in &ops {
+        let names: &[&String] = match op {
+            Operation::Create(p) | Operation::Delete(p) | Operation::Update(p) => &[p],
+            Operation::Move(a, b) => &[a, b],
+        };
+        for name in names {
+            if !seen.insert(name.to_lowercase()) {
+                return Err(PatchError::DuplicatePath {
+                    path: (*name).clone(),
+                });
+            }
+        }
+    }
+
+    // The tree as the patch would leave it.
+    let mut overlay = Overlay::new(ctx.fs);
+    for op in &ops {
+        let abs = |p: &str| ctx.base.join(p);
+        match op {
+            Operation::Create(p) | Operation::Update(p) => {
+                overlay.set(ctx.base, abs(p), After::File)
+            }
+            Operation::Delete(p) => overlay.set(ctx.base, abs(p), After::Gone),
+            Operation::Move(from, to) => {
+                overlay.set(ctx.base, abs(from), After::Gone);
+                overlay.set(ctx.base, abs(to), After::MovedFrom(abs(from)));
+            }
+        }
+    }
+
+    // Judge every name, before and after, then check the existing state.
+    let mut new_dirs = Vec::new();
+    let mut dirs_seen = HashSet::new();
+    for op in &ops {
+        match op {
+            Operation::Create(p) | Operation::Update(p) | Operation::Delete(p) => {
+                judge(ctx, &overlay, p, Access::Write)?;
+                walk(&overlay, ctx.base, p)?;
+                let before = walk(ctx.fs, ctx.base, p)?;
+                match op {
+                    Operation::Create(_) => expect_absent(p, before)?,
+                    _ => expect_file(p, before)?,
+                }
+            }
+            Operation::Move(from, to) => {
+                judge(ctx, &overlay, from, Access::Write)?;
+                judge(ctx, &overlay, from, Access::Read)?;
+                judge(ctx, &overlay, to, Access::Write)?;
+                walk(&overlay, ctx.base, to)?;
+                expect_file(from, walk(ctx.fs, ctx.base, from)?)?;
+                expect_absent(to, walk(ctx.fs, ctx.base, to)?)?;
+            }
+        }
+        if let Operation::Create(p) | Operation::Move(_, p) = op {
+            let mut prefix = String::new();
+            let parts: Vec<&str> = p.split('/').collect();
+            for part in parts.iter().take(parts.len().saturating_sub(1)) {
+                if !prefix.is_empty() {
+                    prefix.push('/');
+                }
+                prefix.push_str(part);
+                let exists = ctx
+                    .fs
+                    .entry(&ctx.base.join(&prefix))
+                    .map_err(|e| io("lstat", &prefix, e))?
+                    .is_some();
+                if !exists && dirs_seen.insert(prefix.clone()) {
+                    new_dirs.push(prefix.clone());
+                }
+            }
+        }
+    }
+
+    // Apply every hunk in memory.
+    let mut files = Vec::with_capacity(ops.len());
+    for (file, op) in patch.files.iter().zip(ops) {
+        let lenient = ctx.config.lenient;
+        let planned = match &op {
+            Operation::Create(p) => {
+                let content = crate::hunk::created(&file.hunks);
+                bound(
+                    Bound::TargetBytes,
+                    ctx.config.max_target_bytes,
+                    as_u64(content.len()),
+                    Some(p),
+                )?;
+                let report = FileReport {
+                    path: p.clone(),
+                    from: None,
+                    action: FileAction::Created,
+                    hunks: Vec::new(),
+                };
+                Planned {
+                    op: op.clone(),
+                    original: None,
+                    content: Some(content),
+                    report,
+                }
+            }
+            Operation::Update(p) => {
+                let original = read(ctx, p)?;
+                let (content, hunks) = crate::hunk::apply(p, &original, &file.hunks, lenient)?;
+                bound(
+                    Bound::TargetBytes,
+                    ctx.config.max_target_bytes,
+                    as_u64(content.len()),
+                    Some(p),
+                )?;
+                let report = FileReport {
+                    path: p.clone(),
+                    from: None,
+                    action: FileAction::Modified,
+                    hunks,
+                };
+                Planned {
+                    op: op.clone(),
+                    original: Some(original),
+                    content: Some(content),
+                    report,
+                }
+            }
+            Operation::Move(from, to) => {
+                let original = read(ctx, from)?;
+                let (content, hunks) = crate::hunk::apply(from, &original, &file.hunks, lenient)?;
+                bound(
+                    Bound::TargetBytes,
+                    ctx.config.max_target_bytes,
+                    as_u64(content.len()),
+                    Some(to),
+                )?;
+                let report = FileReport {
+                    path: to.clone(),
+                    from: Some(from.clone()),
+                    action: FileAction::Moved,
+                    hunks,
+                };
+                Planned {
+                    op: op.clone(),
+                    original: Some(original),
+                    content: Some(content),
+                    report,
+                }
+            }
+            Operation::Delete(p) => {
+                let original = read(ctx, p)?;
+                let mut hunks = Vec::new();
+                if patch.format == Format::Unified {
+                    let differs = || PatchError::State {
+                        path: p.clone(),
+                        check: StateCheck::ContentDiffers,
+                    };
+                    let (rest, reports) = crate::hunk::apply(p, &original, &file.hunks, false)
+                        .map_err(|e| match e {
+                            PatchError::NoMatch { .. } | PatchError::Ambiguous { .. } => differs(),
+                            e => e,
+                        })?;
+                    if !rest.is_empty() || reports.iter().any(|r| !r.concessions.is_empty()) {
+                        return Err(differs());
+                    }
+                    hunks = reports;
+                }
+                let report = FileReport {
+                    path: p.clone(),
+                    from: None,
+                    action: FileAction::Deleted,
+                    hunks,
+                };
+                Planned {
+                    op: op.clone(),
+                    original: Some(original),
+                    content: None,
+                    report,
+                }
+            }
+        };
+        files.push(planned);
+    }
+    Ok(Plan { files, new_dirs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strip_defaults_to_git_prefixes_only() {
+        assert_eq!(strip("a/src/x", None, "a/").ok(), Some("src/x".into()));
+        assert_eq!(strip("src/x", None, "a/").ok(), Some("src/x".into()));
+        assert_eq!(strip("b/x", None, "a/").ok(), Some("b/x".into()));
+        assert_eq!(strip("one/two/x", Some(2), "a/").ok(), Some("x".into()));
+        assert!(strip("x", Some(1), "a/").is_err());
+    }
+}
