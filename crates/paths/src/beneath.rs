@@ -1,10 +1,19 @@
 //! Acting on paths beneath a root's directory handle (SPEC §1.3).
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
-use crate::{EntryKind, PathError, PathPolicy};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, ResolveFlags};
+use rustix::io::Errno;
+
+use crate::real_fs::kind_of;
+use crate::resolve::Follow;
+use crate::{Access, Budget, EntryKind, PathError, PathPolicy, RealFs};
 
 /// How [`Beneath::write`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,10 +52,10 @@ pub struct DirEntryInfo {
 #[derive(Debug)]
 #[must_use = "a staged file stays on disk until committed or discarded"]
 pub struct Staged {
-    pub(crate) root: usize,
-    pub(crate) target: PathBuf,
-    pub(crate) temp: PathBuf,
-    pub(crate) spelling: String,
+    dir: OwnedFd,
+    temp: OsString,
+    name: OsString,
+    target: PathBuf,
 }
 
 impl Staged {
@@ -61,44 +70,197 @@ impl Staged {
 ///
 /// Every method judges the spelling with the policy first, then acts
 /// relative to the root's directory handle at the real location the check
-/// computed, refusing any link on the way — a link swapped in after the
-/// check makes the operation fail instead of escaping.
+/// computed, with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+/// RESOLVE_NO_SYMLINKS)`: that location holds no link, so a link swapped in
+/// after the check makes the operation fail ([`PathError::Changed`]) instead
+/// of escaping. Mutations are `*at` calls on the parent's handle; new files
+/// are created `O_EXCL | O_NOFOLLOW`; a write goes to a temporary file in the
+/// same directory that is renamed into place.
+///
+/// ```
+/// use agentcaps_paths::{PathPolicy, WriteMode};
+/// let dir = std::env::temp_dir().canonicalize()?.join(format!("beneath-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let files = PathPolicy::builder().allow(&dir).build()?.open_beneath()?;
+/// files.write(&dir, "notes.txt", b"hello", WriteMode::CreateNew)?;
+/// assert_eq!(files.read(&dir, "notes.txt", 1024)?, b"hello");
+/// assert!(files.read(&dir, "../../etc/passwd", 1024).is_err());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 ///
 /// # Security
 ///
 /// Hard links are invisible to every path check: a hard link inside a root
 /// to a file elsewhere can be read. Writes never modify a file in place (a
 /// temporary file is renamed over it), so a hard-linked inode outside the
-/// root is never written.
+/// root is never written. Programs the host runs on the same paths (the
+/// shell) do not go through these handles and are not protected by them.
 #[derive(Debug)]
 pub struct Beneath {
-    pub(crate) policy: PathPolicy,
-    pub(crate) durable: bool,
+    policy: PathPolicy,
+    roots: Vec<(PathBuf, Option<OwnedFd>)>,
+    durable: bool,
 }
 
-fn not_yet(spelling: &str) -> PathError {
-    PathError::Io {
-        op: "not implemented yet",
-        path: PathBuf::from(spelling),
-        source: std::io::Error::from(std::io::ErrorKind::Unsupported),
-    }
+/// A checked target: which root handle, and the path below it.
+struct Target {
+    spelling: String,
+    root: usize,
+    /// Below the root; empty for the root itself.
+    relative: PathBuf,
+    location: PathBuf,
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+const BENEATH: ResolveFlags = ResolveFlags::BENEATH
+    .union(ResolveFlags::NO_MAGICLINKS)
+    .union(ResolveFlags::NO_SYMLINKS);
+
+fn errno_io(op: &'static str, path: &Path, errno: Errno) -> PathError {
+    PathError::io(op, path, errno.into())
 }
 
 impl Beneath {
+    pub(crate) fn open(policy: &PathPolicy) -> Result<Self, PathError> {
+        let mut roots = Vec::new();
+        for (root, _) in policy.roots() {
+            let fd = match rustix::fs::open(
+                root,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) {
+                Ok(fd) => Some(fd),
+                Err(Errno::NOENT) => None,
+                Err(e) => return Err(errno_io("open root", root, e)),
+            };
+            roots.push((root.to_path_buf(), fd));
+        }
+        Ok(Beneath {
+            policy: policy.clone(),
+            roots,
+            durable: false,
+        })
+    }
+
     /// The policy this handle judges with.
     pub fn policy(&self) -> &PathPolicy {
         &self.policy
+    }
+
+    fn target(
+        &self,
+        base: &Path,
+        spelling: &str,
+        access: Access,
+        follow: Follow,
+    ) -> Result<Target, PathError> {
+        let mut budget = Budget::new(self.policy.cost_upper_bound(spelling));
+        let checked = self
+            .policy
+            .judge(&RealFs, base, spelling, access, &mut budget, follow)?;
+        let location = checked.location().to_path_buf();
+        let root = self
+            .roots
+            .iter()
+            .position(|(root, _)| root == checked.root())
+            .ok_or_else(|| self.changed(spelling, &location, "its root has no handle"))?;
+        let relative = location
+            .strip_prefix(checked.root())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Ok(Target {
+            spelling: spelling.to_owned(),
+            root,
+            relative,
+            location,
+        })
+    }
+
+    fn changed(&self, spelling: &str, location: &Path, detail: &str) -> PathError {
+        PathError::Changed {
+            spelling: spelling.to_owned(),
+            location: location.to_path_buf(),
+            detail: detail.to_owned(),
+        }
+    }
+
+    fn root_fd(&self, target: &Target) -> Result<BorrowedFd<'_>, PathError> {
+        match self.roots.get(target.root) {
+            Some((_, Some(fd))) => Ok(fd.as_fd()),
+            Some((root, None)) => Err(errno_io("open root", root, Errno::NOENT)),
+            None => Err(self.changed(&target.spelling, &target.location, "unknown root")),
+        }
+    }
+
+    /// Open `relative` beneath the root's handle, refusing every link.
+    fn open_at(
+        &self,
+        target: &Target,
+        relative: &Path,
+        flags: OFlags,
+    ) -> Result<OwnedFd, PathError> {
+        let dir = self.root_fd(target)?;
+        let path = if relative.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            relative
+        };
+        let flags = flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let result = match rustix::fs::openat2(dir, path, flags, Mode::empty(), BENEATH) {
+            Err(Errno::NOSYS) => walk_open(dir, path, flags),
+            other => other,
+        };
+        result.map_err(|errno| match errno {
+            Errno::LOOP | Errno::XDEV => self.changed(
+                &target.spelling,
+                &target.location,
+                "a link appeared on the way after the check",
+            ),
+            Errno::NOTDIR => self.changed(&target.spelling, &target.location, "not a directory"),
+            Errno::ISDIR => self.changed(&target.spelling, &target.location, "is a directory"),
+            other => errno_io("open", &target.location, other),
+        })
+    }
+
+    /// The parent directory's handle and the final name.
+    fn parent(&self, target: &Target) -> Result<(OwnedFd, OsString), PathError> {
+        let name = target
+            .relative
+            .file_name()
+            .ok_or_else(|| {
+                self.changed(
+                    &target.spelling,
+                    &target.location,
+                    "it is an allowed root itself",
+                )
+            })?
+            .to_os_string();
+        let parent = target.relative.parent().unwrap_or(Path::new(""));
+        let dir = self.open_at(target, parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        Ok((dir, name))
     }
 
     /// Open a file for reading.
     ///
     /// # Errors
     ///
-    /// A refusal of [`PathPolicy::check`] for [`Access::Read`](crate::Access::Read),
-    /// [`PathError::Changed`] when a link appeared on the way, or I/O.
+    /// A refusal of [`PathPolicy::check`] for [`Access::Read`],
+    /// [`PathError::Changed`] when a link appeared on the way or the target
+    /// is not a regular file, or I/O.
     pub fn open_read(&self, base: &Path, spelling: &str) -> Result<std::fs::File, PathError> {
-        let _ = base;
-        Err(not_yet(spelling))
+        let target = self.target(base, spelling, Access::Read, Follow::Last)?;
+        let fd = self.open_at(&target, &target.relative, OFlags::RDONLY | OFlags::NONBLOCK)?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| errno_io("fstat", &target.location, e))?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(self.changed(spelling, &target.location, "not a regular file"));
+        }
+        let flags =
+            rustix::fs::fcntl_getfl(&fd).map_err(|e| errno_io("fcntl", &target.location, e))?;
+        rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)
+            .map_err(|e| errno_io("fcntl", &target.location, e))?;
+        Ok(std::fs::File::from(fd))
     }
 
     /// Read a whole file of at most `max_bytes` bytes.
@@ -107,38 +269,102 @@ impl Beneath {
     ///
     /// As [`Beneath::open_read`], and [`PathError::TooLarge`].
     pub fn read(&self, base: &Path, spelling: &str, max_bytes: u64) -> Result<Vec<u8>, PathError> {
-        let _ = (base, max_bytes);
-        Err(not_yet(spelling))
+        let file = self.open_read(base, spelling)?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > max_bytes {
+            return Err(PathError::TooLarge {
+                spelling: spelling.to_owned(),
+                len,
+                limit: max_bytes,
+            });
+        }
+        let mut bytes = Vec::new();
+        file.take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| PathError::io("read", spelling, e))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(PathError::TooLarge {
+                spelling: spelling.to_owned(),
+                len: bytes.len() as u64,
+                limit: max_bytes,
+            });
+        }
+        Ok(bytes)
     }
 
-    /// What is at the path, without following a final link.
+    /// What is at the path, without following a final link (the link itself
+    /// is judged and reported).
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Read`](crate::Access::Read), or I/O.
+    /// A refusal for [`Access::Read`], or I/O.
     pub fn metadata(&self, base: &Path, spelling: &str) -> Result<EntryInfo, PathError> {
-        let _ = base;
-        Err(not_yet(spelling))
+        let target = self.target(base, spelling, Access::Read, Follow::NotLast)?;
+        let stat = if target.relative.as_os_str().is_empty() {
+            rustix::fs::fstat(self.root_fd(&target)?)
+        } else {
+            let (dir, name) = self.parent(&target)?;
+            rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+        }
+        .map_err(|e| errno_io("lstat", &target.location, e))?;
+        let modified = u64::try_from(stat.st_mtime).ok().map(|secs| {
+            SystemTime::UNIX_EPOCH
+                + Duration::from_secs(secs)
+                + Duration::from_nanos(non_negative(stat.st_mtime_nsec))
+        });
+        Ok(EntryInfo {
+            kind: kind_of(FileType::from_raw_mode(stat.st_mode)),
+            len: u64::try_from(stat.st_size).unwrap_or(0),
+            modified,
+            readonly: stat.st_mode & 0o200 == 0,
+        })
     }
 
-    /// List a directory; links are reported, never followed.
+    /// List a directory; links are reported as links, never followed.
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::List`](crate::Access::List), or I/O.
+    /// A refusal for [`Access::List`], or I/O.
     pub fn list(&self, base: &Path, spelling: &str) -> Result<Vec<DirEntryInfo>, PathError> {
-        let _ = base;
-        Err(not_yet(spelling))
+        let target = self.target(base, spelling, Access::List, Follow::Last)?;
+        let fd = self.open_at(
+            &target,
+            &target.relative,
+            OFlags::RDONLY | OFlags::DIRECTORY,
+        )?;
+        let mut dir = rustix::fs::Dir::read_from(&fd)
+            .map_err(|e| errno_io("opendir", &target.location, e))?;
+        let mut entries = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(|e| errno_io("readdir", &target.location, e))?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| kind_of(FileType::from_raw_mode(st.st_mode)))
+                    .unwrap_or(EntryKind::Other),
+                file_type => kind_of(file_type),
+            };
+            entries.push(DirEntryInfo {
+                name: name.to_os_string(),
+                kind,
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
     }
 
     /// Write `bytes` to a file: a temporary file beside it (created with
-    /// `O_EXCL | O_NOFOLLOW`) renamed into place.
+    /// `O_EXCL | O_NOFOLLOW`) renamed into place. A new name must be
+    /// portable (SPEC §1.4).
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Write`](crate::Access::Write), a non-portable
-    /// new name, [`PathError::AlreadyExists`] with [`WriteMode::CreateNew`],
-    /// or I/O.
+    /// A refusal for [`Access::Write`], a non-portable new name,
+    /// [`PathError::AlreadyExists`] with [`WriteMode::CreateNew`], or I/O.
+    /// On failure the target is untouched and no temporary file is left.
     pub fn write(
         &self,
         base: &Path,
@@ -146,50 +372,193 @@ impl Beneath {
         bytes: &[u8],
         mode: WriteMode,
     ) -> Result<(), PathError> {
-        let _ = (base, bytes, mode);
-        Err(not_yet(spelling))
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let (dir, name) = self.parent(&target)?;
+        let staged = self.stage_in(&target, dir, name, bytes)?;
+        let flags = match mode {
+            WriteMode::CreateNew => RenameFlags::NOREPLACE,
+            WriteMode::Overwrite => RenameFlags::empty(),
+        };
+        self.put_in_place(staged, flags, spelling)
     }
 
-    /// Create a directory and its missing parents.
+    fn stage_in(
+        &self,
+        target: &Target,
+        dir: OwnedFd,
+        name: OsString,
+        bytes: &[u8],
+    ) -> Result<Staged, PathError> {
+        let existing = rustix::fs::statat(&dir, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW).ok();
+        if let Some(stat) = &existing
+            && FileType::from_raw_mode(stat.st_mode) == FileType::Directory
+        {
+            return Err(self.changed(&target.spelling, &target.location, "is a directory"));
+        }
+        let mode = existing
+            .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+            .map_or(Mode::from_bits_truncate(0o644), |st| {
+                Mode::from_bits_truncate(st.st_mode & 0o777)
+            });
+        let temp = OsString::from(format!(
+            ".agentcaps-{}-{}.tmp",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let fd = rustix::fs::openat(
+            &dir,
+            temp.as_os_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            mode,
+        )
+        .map_err(|e| errno_io("create", &target.location, e))?;
+        let mut file = std::fs::File::from(fd);
+        let written = file.write_all(bytes).and_then(|()| {
+            if self.durable {
+                file.sync_all()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
+            return Err(PathError::io("write", &target.location, e));
+        }
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location.clone(),
+        })
+    }
+
+    fn put_in_place(
+        &self,
+        staged: Staged,
+        flags: RenameFlags,
+        spelling: &str,
+    ) -> Result<(), PathError> {
+        let renamed = rustix::fs::renameat_with(
+            &staged.dir,
+            staged.temp.as_os_str(),
+            &staged.dir,
+            staged.name.as_os_str(),
+            flags,
+        );
+        if let Err(errno) = renamed {
+            let _ = rustix::fs::unlinkat(&staged.dir, staged.temp.as_os_str(), AtFlags::empty());
+            return Err(match errno {
+                Errno::EXIST => PathError::AlreadyExists {
+                    spelling: spelling.to_owned(),
+                    location: staged.target,
+                },
+                Errno::ISDIR | Errno::NOTEMPTY => {
+                    self.changed(spelling, &staged.target, "is a directory")
+                }
+                other => errno_io("rename", &staged.target, other),
+            });
+        }
+        self.sync_dir(&staged.dir, &staged.target)
+    }
+
+    fn sync_dir(&self, dir: &OwnedFd, location: &Path) -> Result<(), PathError> {
+        if self.durable {
+            rustix::fs::fsync(dir).map_err(|e| errno_io("fsync", location, e))?;
+        }
+        Ok(())
+    }
+
+    /// Create a directory and its missing parents, one component at a
+    /// time beneath the root's handle. New names must be portable.
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Write`](crate::Access::Write), a non-portable
-    /// new name, or I/O.
+    /// A refusal for [`Access::Write`], a non-portable new name, or I/O.
     pub fn create_dir_all(&self, base: &Path, spelling: &str) -> Result<(), PathError> {
-        let _ = base;
-        Err(not_yet(spelling))
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let mut dir = self.open_at(&target, Path::new(""), OFlags::RDONLY | OFlags::DIRECTORY)?;
+        for component in target.relative.components() {
+            let Component::Normal(name) = component else {
+                continue;
+            };
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let next = match rustix::fs::openat(&dir, name, flags, Mode::empty()) {
+                Err(Errno::NOENT) => {
+                    match rustix::fs::mkdirat(&dir, name, Mode::from_bits_truncate(0o755)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(errno_io("mkdir", &target.location, e)),
+                    }
+                    self.sync_dir(&dir, &target.location)?;
+                    rustix::fs::openat(&dir, name, flags, Mode::empty())
+                }
+                other => other,
+            };
+            dir = next.map_err(|errno| match errno {
+                Errno::LOOP | Errno::NOTDIR => {
+                    self.changed(spelling, &target.location, "a link or a file is in the way")
+                }
+                other => errno_io("open", &target.location, other),
+            })?;
+        }
+        Ok(())
     }
 
-    /// Rename `from` to `to`, refusing to replace an existing target.
+    /// Rename `from` to `to`, refusing to replace an existing target. A link
+    /// is renamed itself, never its target. The new name must be portable.
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Write`](crate::Access::Write) on either,
-    /// [`PathError::AlreadyExists`], or I/O.
+    /// A refusal for [`Access::Write`] on either, [`PathError::AlreadyExists`],
+    /// or I/O.
     pub fn rename(&self, base: &Path, from: &str, to: &str) -> Result<(), PathError> {
-        let _ = (base, to);
-        Err(not_yet(from))
+        let source = self.target(base, from, Access::Write, Follow::NotLast)?;
+        let dest = self.target(base, to, Access::Write, Follow::NotLast)?;
+        if let Some(name) = dest.relative.file_name() {
+            crate::spelling::check_portable_os(name)?;
+        }
+        let (from_dir, from_name) = self.parent(&source)?;
+        let (to_dir, to_name) = self.parent(&dest)?;
+        rustix::fs::renameat_with(
+            &from_dir,
+            from_name.as_os_str(),
+            &to_dir,
+            to_name.as_os_str(),
+            RenameFlags::NOREPLACE,
+        )
+        .map_err(|errno| match errno {
+            Errno::EXIST => PathError::AlreadyExists {
+                spelling: to.to_owned(),
+                location: dest.location.clone(),
+            },
+            other => errno_io("rename", &source.location, other),
+        })?;
+        self.sync_dir(&to_dir, &dest.location)
     }
 
     /// Remove a file (or a link, never its target).
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Write`](crate::Access::Write), or I/O.
+    /// A refusal for [`Access::Write`], or I/O.
     pub fn remove_file(&self, base: &Path, spelling: &str) -> Result<(), PathError> {
-        let _ = base;
-        Err(not_yet(spelling))
+        self.remove(base, spelling, AtFlags::empty())
     }
 
     /// Remove an empty directory.
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Write`](crate::Access::Write), or I/O.
+    /// A refusal for [`Access::Write`], or I/O.
     pub fn remove_dir(&self, base: &Path, spelling: &str) -> Result<(), PathError> {
-        let _ = base;
-        Err(not_yet(spelling))
+        self.remove(base, spelling, AtFlags::REMOVEDIR)
+    }
+
+    fn remove(&self, base: &Path, spelling: &str, flags: AtFlags) -> Result<(), PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
+        let (dir, name) = self.parent(&target)?;
+        rustix::fs::unlinkat(&dir, name.as_os_str(), flags)
+            .map_err(|e| errno_io("remove", &target.location, e))?;
+        self.sync_dir(&dir, &target.location)
     }
 
     /// Write `bytes` to a temporary file beside the target, to be put in
@@ -199,17 +568,20 @@ impl Beneath {
     ///
     /// As [`Beneath::write`].
     pub fn stage(&self, base: &Path, spelling: &str, bytes: &[u8]) -> Result<Staged, PathError> {
-        let _ = (base, bytes);
-        Err(not_yet(spelling))
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let (dir, name) = self.parent(&target)?;
+        self.stage_in(&target, dir, name, bytes)
     }
 
-    /// Rename a staged file over its target (replacing it).
+    /// Rename a staged file over its target (replacing it). The rename is
+    /// relative to the directory handle opened when staging.
     ///
     /// # Errors
     ///
-    /// I/O, or [`PathError::Changed`] when the directory was swapped.
+    /// I/O (the temporary file is removed).
     pub fn commit(&self, staged: Staged) -> Result<(), PathError> {
-        Err(not_yet(&staged.spelling))
+        let spelling = staged.target.display().to_string();
+        self.put_in_place(staged, RenameFlags::empty(), &spelling)
     }
 
     /// Remove a staged file.
@@ -218,7 +590,8 @@ impl Beneath {
     ///
     /// I/O.
     pub fn discard(&self, staged: Staged) -> Result<(), PathError> {
-        Err(not_yet(&staged.spelling))
+        rustix::fs::unlinkat(&staged.dir, staged.temp.as_os_str(), AtFlags::empty())
+            .map_err(|e| errno_io("remove", &staged.target, e))
     }
 
     /// Whether to `fsync` written files and their directories (off by
@@ -226,4 +599,38 @@ impl Beneath {
     pub fn set_durable(&mut self, on: bool) {
         self.durable = on;
     }
+}
+
+/// Where `openat2` is missing: open one component at a time with
+/// `O_NOFOLLOW`, which refuses every link on the way. `path` is a real
+/// location below the root (no `.`, `..` or links).
+fn walk_open(dir: BorrowedFd<'_>, path: &Path, flags: OFlags) -> Result<OwnedFd, Errno> {
+    let names: Vec<&OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    let step = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Some((last, parents)) = names.split_last() else {
+        return rustix::fs::openat(dir, ".", flags, Mode::empty());
+    };
+    let mut current: Option<OwnedFd> = None;
+    for name in parents {
+        let next = match &current {
+            Some(fd) => rustix::fs::openat(fd, *name, step, Mode::empty())?,
+            None => rustix::fs::openat(dir, *name, step, Mode::empty())?,
+        };
+        current = Some(next);
+    }
+    match &current {
+        Some(fd) => rustix::fs::openat(fd, *last, flags, Mode::empty()),
+        None => rustix::fs::openat(dir, *last, flags, Mode::empty()),
+    }
+}
+
+/// A platform integer as `u64` (negative or too large: 0).
+fn non_negative(value: impl TryInto<u64>) -> u64 {
+    value.try_into().unwrap_or(0)
 }

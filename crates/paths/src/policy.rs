@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use crate::defaults;
 use crate::location::Location;
-use crate::resolve::{Resolver, lexical};
+use crate::resolve::{Follow, Resolver, lexical};
 use crate::rules::{Rules, Settings};
 use crate::spelling::{Spelled, split_posix, split_windows, unjudgeable};
 use crate::{
-    Access, Beneath, CaseInsensitive, EntryKind, FileSystem, NotPortable, PathError, Reading,
-    RealFs, RootAccess, WindowsAliases, check_portable_name,
+    Access, Beneath, CaseInsensitive, EntryKind, FileSystem, PathError, Reading, RealFs,
+    RootAccess, WindowsAliases,
 };
 
 /// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1.
@@ -312,6 +312,19 @@ impl PathPolicy {
         access: Access,
         budget: &mut Budget,
     ) -> Result<Checked, PathError> {
+        self.judge(fs, base, spelling, access, budget, Follow::Last)
+    }
+
+    /// The check, following a final link or not.
+    pub(crate) fn judge(
+        &self,
+        fs: &dyn FileSystem,
+        base: &Path,
+        spelling: &str,
+        access: Access,
+        budget: &mut Budget,
+        follow: Follow,
+    ) -> Result<Checked, PathError> {
         let base = Location::from_absolute(base).ok_or_else(|| PathError::RelativeBase {
             base: base.to_path_buf(),
         })?;
@@ -324,11 +337,11 @@ impl PathPolicy {
         }
         let aliases = self.inner.rules.aliases();
         let mut resolver = Resolver::new(fs, budget, spelling, aliases, readings.windows.is_some());
-        let posix = resolver.posix(&base, &readings.posix)?;
+        let posix = resolver.posix(&base, &readings.posix, follow)?;
         let root = rules.judge(spelling, Reading::Posix, &posix.location, access)?;
         let windows = match &readings.windows {
             Some(windows) => {
-                let outcome = resolver.windows(&base, windows)?;
+                let outcome = resolver.windows(&base, windows, follow)?;
                 rules.judge(spelling, Reading::Windows, &outcome.location, access)?;
                 outcome.location
             }
@@ -338,7 +351,7 @@ impl PathPolicy {
             && let Some(depth) = posix.missing_from
         {
             for name in posix.location.names().skip(depth.saturating_sub(1)) {
-                check_created_name(name)?;
+                crate::spelling::check_portable_bytes(name)?;
             }
         }
         let (root, root_access) = rules
@@ -444,10 +457,7 @@ impl PathPolicy {
     ///
     /// [`PathError::Io`] when a root cannot be opened.
     pub fn open_beneath(&self) -> Result<Beneath, PathError> {
-        Ok(Beneath {
-            policy: self.clone(),
-            durable: false,
-        })
+        Beneath::open(self)
     }
 }
 
@@ -456,14 +466,4 @@ impl PathPolicy {
 struct Readings<'s> {
     posix: Spelled<'s>,
     windows: Option<Spelled<'s>>,
-}
-
-fn check_created_name(name: &[u8]) -> Result<(), PathError> {
-    match std::str::from_utf8(name) {
-        Ok(text) => check_portable_name(text),
-        Err(_) => Err(PathError::NotPortable {
-            name: String::from_utf8_lossy(name).into_owned(),
-            why: NotPortable::NotUtf8,
-        }),
-    }
 }

@@ -11,6 +11,15 @@ use crate::location::Location;
 use crate::spelling::{Part, Spelled, split_posix, split_windows};
 use crate::{Budget, EntryKind, FileSystem, PathError, PathPolicy, Reading};
 
+/// Whether a link in the last component is followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Follow {
+    /// Follow it, as `open` does (the default for checks).
+    Last,
+    /// Stop at it, as `lstat`, `unlink` and `rename` do.
+    NotLast,
+}
+
 /// Where a reading ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Outcome {
@@ -164,6 +173,7 @@ impl<'a> Resolver<'a> {
         &mut self,
         base: &Location,
         spelled: &Spelled<'_>,
+        follow: Follow,
     ) -> Result<Outcome, PathError> {
         let mut current = if spelled.absolute {
             Location::root()
@@ -198,6 +208,7 @@ impl<'a> Resolver<'a> {
             kind = self.entry(&current)?;
             match kind {
                 None => missing_from = Some(current.depth()),
+                Some(EntryKind::Symlink) if follow == Follow::NotLast && stack.is_empty() => {}
                 Some(EntryKind::Symlink) => {
                     let target = self.read_link(&current)?;
                     if target.is_empty() {
@@ -237,6 +248,7 @@ impl<'a> Resolver<'a> {
         &mut self,
         base: &Location,
         spelled: &Spelled<'_>,
+        follow: Follow,
     ) -> Result<Outcome, PathError> {
         let mut names: Vec<Cow<'_, [u8]>> = if spelled.absolute {
             Vec::new()
@@ -268,6 +280,11 @@ impl<'a> Resolver<'a> {
                 None => {
                     missing_from = Some(index + 1);
                     break;
+                }
+                Some(EntryKind::Symlink)
+                    if follow == Follow::NotLast && index + 1 == names.len() =>
+                {
+                    index += 1;
                 }
                 Some(EntryKind::Symlink) => {
                     let target = self.read_link(&current)?;

@@ -257,3 +257,19 @@ pub fn check_portable_name(component: &str) -> Result<(), PathError> {
     }
     Ok(())
 }
+
+/// [`check_portable_name`] for a name that may not be UTF-8.
+pub(crate) fn check_portable_os(name: &std::ffi::OsStr) -> Result<(), PathError> {
+    check_portable_bytes(std::os::unix::ffi::OsStrExt::as_bytes(name))
+}
+
+/// [`check_portable_name`] for raw bytes (not UTF-8 is not portable).
+pub(crate) fn check_portable_bytes(name: &[u8]) -> Result<(), PathError> {
+    match std::str::from_utf8(name) {
+        Ok(text) => check_portable_name(text),
+        Err(_) => Err(PathError::NotPortable {
+            name: String::from_utf8_lossy(name).into_owned(),
+            why: NotPortable::NotUtf8,
+        }),
+    }
+}
