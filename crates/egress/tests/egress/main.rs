@@ -1,0 +1,9 @@
+//! Integration tests of agentcaps-egress: data tables, and end-to-end on
+//! loopback with a real DNS server, HTTP and TLS servers.
+#![allow(unreachable_pub)] // support items are `pub` for the test modules of this one binary
+
+mod e2e;
+mod limits;
+mod support;
+mod tables;
+mod tls;
