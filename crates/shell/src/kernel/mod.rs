@@ -1,52 +1,205 @@
-//! Kernel enforcement: run a command inside a Landlock domain derived from the
-//! same policy (issue 7).
+//! Kernel enforcement: run a command inside a Linux Landlock domain derived
+//! from the same policy that judged its arguments.
 //!
-//! **Not built yet.** [`spawn_confined`] currently spawns without any kernel
-//! confinement and reports [`Enforcement::None`] — honestly. The Landlock
-//! implementation replaces the body; the signature is the contract with the
-//! runner.
+//! The argument checks decide what a command is *asked* to touch; a program
+//! can still open other files by itself (`make` running recipes, `git`
+//! reading hooks). [`spawn_confined`] closes that gap where the kernel can:
+//! the child starts inside a Landlock domain built from [`KernelRules`], and
+//! every process it starts inherits the domain.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
+//! use agentcaps_shell::kernel::{spawn_confined, KernelRules};
+//!
+//! // Nothing but the runtime list is readable; `/etc/hostname` is not on it.
+//! let rules = KernelRules::new().with_program("/bin/cat");
+//! let mut cmd = tokio::process::Command::new("/bin/cat");
+//! cmd.arg("/etc/hostname").stderr(std::process::Stdio::null());
+//! let (mut child, enforced) = spawn_confined(&mut cmd, &rules)?;
+//! let status = child.wait().await?;
+//! // On a kernel with Landlock, `cat` is stopped by the kernel (EACCES).
+//! if enforced != agentcaps_shell::kernel::Enforcement::None {
+//!     assert!(!status.success());
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # What is enforced
+//!
+//! With the `landlock` feature, on Linux, best effort by default; the level
+//! achieved is returned with every child as [`Enforcement`]
+//! (`full | partial (abi N) | none`), and [`KernelRules::require`] refuses to
+//! run ([`KernelRefusal`]) unless it is `full`.
+//!
+//! | Landlock ABI | what the domain enforces from that ABI on |
+//! |---|---|
+//! | 1 | read, list, execute only beneath the read roots, the writable roots and the runtime list; write, create (files, dirs, links, devices, fifos, sockets), remove only beneath the writable roots |
+//! | 2 | renames and links across directories (below ABI 2 they are all denied, which is stricter) |
+//! | 3 | truncation (`O_TRUNC`, `truncate`) only beneath the writable roots |
+//! | 4 | TCP `bind` and `connect` denied unless [`KernelRules::allow_network`] |
+//! | 5 | `ioctl` on devices only beneath the writable roots |
+//! | 6 | abstract UNIX sockets and signals scoped to the domain: the command cannot connect to an abstract socket or signal a process started outside it |
+//!
+//! `full` means ABI 6 or later ([`FULL_ABI`]). This machine's kernels have
+//! ABI 7. Landlock also keeps the command from `ptrace`-ing (and so from
+//! reading `/proc/PID/environ` or memory of) any process outside its domain.
+//!
+//! The runtime list (read and execute, never write) is [`RUNTIME_DIRS`]
+//! (`/usr` and the top-level `bin`/`lib` links into it), [`RUNTIME_ETC`] (a
+//! short list of `/etc` files: loader cache, users, resolver, time zone,
+//! locale, magic, CA certificates), [`RUNTIME_DEVICES_READ`]
+//! (`/dev/zero`, `/dev/random`, `/dev/urandom`), [`RUNTIME_DEVICES_RW`]
+//! (`/dev/null`, `/dev/full`), and for the resolved program
+//! ([`KernelRules::program`]) its directory, its real directory after
+//! links, its ELF interpreter's directory and a `#!` interpreter's.
+//!
+//! # What is not enforced
+//!
+//! - **Blocked entries inside a root.** Landlock only *adds* rights beneath a
+//!   directory, so everything beneath a read root is readable and everything
+//!   beneath a writable root writable — `.git/hooks`, `.git/config`,
+//!   `**/.env` and the rest of the blocked and write-protected lists inside
+//!   a root are guarded **only by the argument checks**, and a program
+//!   (`make`, `git`) can still write them by itself. Granting write per
+//!   subdirectory and leaving the protected ones out is not sound: a right
+//!   to create anywhere is inherited by every directory below, so the root
+//!   itself could not accept a new file, and patterns such as `**/.bashrc`
+//!   name a place in *every* directory.
+//! - Metadata: Landlock does not control `stat`, `readlink`, `chdir` or
+//!   path walks, so a command can learn whether a path outside the roots
+//!   exists and its size and times (not its content or listing).
+//! - Network other than TCP: UDP, raw and netlink sockets, and connecting to
+//!   *pathname* UNIX sockets (ABI 9 adds that; it is not requested here).
+//! - Executing: everything readable is executable (read roots included).
+//! - Files already open when the command starts (the runner passes only
+//!   pipes), CPU, memory and time (the runner's timeout bounds time).
+//! - `/proc`, `/sys`, `/tmp` and the rest of `/dev` are not granted: a
+//!   program that needs scratch space must be given a `TMPDIR` inside a
+//!   writable root.
+//!
+//! # How the parent stays unrestricted
+//!
+//! A Landlock domain belongs to a thread and is inherited by the processes
+//! it creates. [`spawn_confined`] builds the ruleset, starts a short-lived
+//! thread that sets `no_new_privs` and restricts *itself*, spawns the child
+//! from there (inside the caller's Tokio runtime) and exits. The calling
+//! thread and every other thread of the host keep their rights; no `unsafe`
+//! code and no `pre_exec` hook are involved.
 
-use std::path::PathBuf;
+mod enforcement;
+mod rules;
 
-/// What the kernel is asked to enforce for one command.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct KernelRules {
-    /// Directories (and files) the command may read and execute beneath.
-    pub read: Vec<PathBuf>,
-    /// Directories the command may write, create, remove and rename beneath.
-    pub write: Vec<PathBuf>,
-    /// Whether TCP `bind`/`connect` is allowed.
-    pub allow_network: bool,
-    /// Refuse to run when the kernel cannot enforce all of the above.
-    pub require: bool,
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod domain;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod program;
+
+pub use enforcement::{Enforcement, FULL_ABI, KernelRefusal, ParseEnforcementError};
+pub use rules::{KernelRules, RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC};
+
+/// The Landlock ABI the running kernel offers: `0` without Landlock (or
+/// without the `landlock` feature, or off Linux).
+#[must_use]
+pub fn kernel_abi() -> u8 {
+    #[cfg(all(feature = "landlock", target_os = "linux"))]
+    {
+        domain::kernel_abi()
+    }
+    #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+    {
+        0
+    }
 }
 
-/// How much of [`KernelRules`] the kernel actually enforced for a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Enforcement {
-    /// Every rule is enforced by the kernel.
-    Full,
-    /// Some rules are enforced; the kernel's Landlock ABI is `abi`.
-    Partial {
-        /// The Landlock ABI version the kernel offers.
-        abi: u8,
-    },
-    /// Nothing is enforced by the kernel: only the argument checks apply.
-    None,
+/// The ABI level `rules` would be enforced with here: the kernel's, capped
+/// by [`KernelRules::max_abi`] and by [`FULL_ABI`] (later features are not
+/// requested).
+fn planned_level(rules: &KernelRules) -> u8 {
+    let cap = rules.max_abi.unwrap_or(FULL_ABI);
+    kernel_abi().min(cap).min(FULL_ABI)
 }
 
-/// Spawn `cmd` confined by `rules`.
+fn restricts_anything(rules: &KernelRules, level: u8) -> bool {
+    #[cfg(all(feature = "landlock", target_os = "linux"))]
+    {
+        domain::restricts_anything(rules, level)
+    }
+    #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+    {
+        let _ = (rules, level);
+        false
+    }
+}
+
+/// What [`spawn_confined`] would achieve for `rules` on this machine,
+/// without running anything (for `check shell` and tool descriptions).
+#[must_use]
+pub fn would_enforce(rules: &KernelRules) -> Enforcement {
+    let level = planned_level(rules);
+    if restricts_anything(rules, level) {
+        Enforcement::for_abi(level)
+    } else {
+        Enforcement::None
+    }
+}
+
+/// Spawn `cmd` confined by `rules`, and say how much the kernel enforced.
+///
+/// Must be called inside a Tokio runtime (the child is registered with it,
+/// as [`tokio::process::Command::spawn`] does).
 ///
 /// # Errors
 ///
-/// The spawn's I/O error. (Once Landlock lands: also a refusal when
-/// `rules.require` is set and the kernel cannot enforce everything.)
+/// - [`KernelRefusal`] (inside an [`std::io::Error`] of kind
+///   [`Unsupported`](std::io::ErrorKind::Unsupported); see
+///   [`KernelRefusal::from_io_error`]) when `rules.require` is set and the
+///   kernel cannot enforce everything — checked before anything runs;
+/// - the spawn's own I/O error, an error building the Landlock domain, or
+///   an error when called outside a Tokio runtime.
+///
+/// # Security
+///
+/// Only the child and its descendants are confined; see the module docs for
+/// what the kernel enforces and what it does not.
 pub fn spawn_confined(
     cmd: &mut tokio::process::Command,
     rules: &KernelRules,
 ) -> std::io::Result<(tokio::process::Child, Enforcement)> {
-    let _ = rules;
+    let expected = would_enforce(rules);
+    if rules.require && !expected.is_full() {
+        return Err(KernelRefusal::new(expected).into_io_error());
+    }
+    #[cfg(all(feature = "landlock", target_os = "linux"))]
+    if let Some(domain) = domain::Domain::build(rules, planned_level(rules))? {
+        return spawn_in_domain(cmd, domain, rules.require);
+    }
     cmd.spawn().map(|child| (child, Enforcement::None))
+}
+
+/// Restricts a throwaway thread with `domain`, spawns `cmd` from it and
+/// lets the thread end.
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+fn spawn_in_domain(
+    cmd: &mut tokio::process::Command,
+    domain: domain::Domain,
+    require: bool,
+) -> std::io::Result<(tokio::process::Child, Enforcement)> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+    std::thread::scope(|scope| {
+        let confined = std::thread::Builder::new()
+            .name("agentcaps-landlock".to_owned())
+            .spawn_scoped(scope, move || {
+                let _entered = runtime.enter();
+                let achieved = domain.restrict_current_thread()?;
+                if require && !achieved.is_full() {
+                    return Err(KernelRefusal::new(achieved).into_io_error());
+                }
+                let child = cmd.spawn()?;
+                Ok((child, achieved))
+            })?;
+        confined
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the confining thread panicked")))
+    })
 }

@@ -1,0 +1,173 @@
+//! The directories a program needs to start: its own (as spelled and after
+//! following links), its ELF interpreter's (the dynamic loader) and, for a
+//! `#!` script, its interpreter's (and that one's loader).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// How many bytes of a program are read to find its interpreter.
+const HEAD_BYTES: u64 = 4096;
+/// An interpreter path longer than this is ignored.
+const MAX_INTERP: usize = 1024;
+/// `PT_INTERP`: the program header naming the ELF interpreter.
+const PT_INTERP: u32 = 3;
+
+/// Directories to grant read and execute for running `program`.
+/// Never fails: what cannot be read is simply not added (the kernel then
+/// denies it, which is the safe side).
+pub(super) fn program_dirs(program: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut next = Some(program.to_path_buf());
+    // The program, then its interpreter, then the interpreter's interpreter.
+    for _ in 0..3 {
+        let Some(file) = next.take() else { break };
+        push_parent(&mut dirs, &file);
+        if let Ok(real) = std::fs::canonicalize(&file) {
+            push_parent(&mut dirs, &real);
+        }
+        next = interpreter(&file);
+    }
+    dirs
+}
+
+fn push_parent(dirs: &mut Vec<PathBuf>, file: &Path) {
+    if let Some(parent) = file.parent().filter(|p| p.is_absolute())
+        && !dirs.iter().any(|d| d == parent)
+    {
+        dirs.push(parent.to_path_buf());
+    }
+}
+
+/// The interpreter `file` names: `PT_INTERP` of an ELF file, or the first
+/// word of a `#!` line.
+fn interpreter(file: &Path) -> Option<PathBuf> {
+    let mut head = Vec::new();
+    std::fs::File::open(file)
+        .ok()?
+        .take(HEAD_BYTES)
+        .read_to_end(&mut head)
+        .ok()?;
+    if let Some(line) = head.strip_prefix(b"#!") {
+        shebang(line)
+    } else {
+        elf_interp(file, &head)
+    }
+}
+
+fn shebang(line: &[u8]) -> Option<PathBuf> {
+    let line = line.split(|&b| b == b'\n').next()?;
+    let word = line
+        .split(|b| b.is_ascii_whitespace())
+        .find(|w| !w.is_empty())?;
+    let text = std::str::from_utf8(word).ok()?;
+    Some(PathBuf::from(text)).filter(|p| p.is_absolute())
+}
+
+/// Reads `PT_INTERP` from an ELF header (32 or 64 bit, either byte order).
+fn elf_interp(file: &Path, head: &[u8]) -> Option<PathBuf> {
+    if head.get(..4)? != b"\x7fELF" {
+        return None;
+    }
+    let wide = match head.get(4)? {
+        1 => false,
+        2 => true,
+        _ => return None,
+    };
+    let little = match head.get(5)? {
+        1 => true,
+        2 => false,
+        _ => return None,
+    };
+    let field = |at: usize, len: usize| -> Option<u64> {
+        let bytes = head.get(at..at.checked_add(len)?)?;
+        let mut value = 0u64;
+        for i in 0..len {
+            let byte = if little {
+                bytes.get(len - 1 - i)?
+            } else {
+                bytes.get(i)?
+            };
+            value = (value << 8) | u64::from(*byte);
+        }
+        Some(value)
+    };
+    let (phoff, phentsize, phnum) = if wide {
+        (field(32, 8)?, field(54, 2)?, field(56, 2)?)
+    } else {
+        (field(28, 4)?, field(42, 2)?, field(44, 2)?)
+    };
+    for index in 0..phnum {
+        let at = usize::try_from(phoff.checked_add(index.checked_mul(phentsize)?)?).ok()?;
+        if field(at, 4)? != u64::from(PT_INTERP) {
+            continue;
+        }
+        let (offset, size) = if wide {
+            (
+                field(at.checked_add(8)?, 8)?,
+                field(at.checked_add(32)?, 8)?,
+            )
+        } else {
+            (
+                field(at.checked_add(4)?, 4)?,
+                field(at.checked_add(16)?, 4)?,
+            )
+        };
+        let size = usize::try_from(size).ok().filter(|&s| s <= MAX_INTERP)?;
+        let mut bytes = vec![0; size];
+        let mut program = std::fs::File::open(file).ok()?;
+        std::io::Seek::seek(&mut program, std::io::SeekFrom::Start(offset)).ok()?;
+        program.read_exact(&mut bytes).ok()?;
+        let text = bytes.split(|&b| b == 0).next()?;
+        let text = std::str::from_utf8(text).ok()?;
+        return Some(PathBuf::from(text)).filter(|p| p.is_absolute());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_loader_of_a_dynamic_program() {
+        let interp = interpreter(Path::new("/bin/sh")).expect("/bin/sh has an interpreter");
+        assert!(
+            interp.to_string_lossy().contains("ld-"),
+            "unexpected interpreter {interp:?}"
+        );
+        assert!(interp.exists());
+    }
+
+    #[test]
+    fn reads_a_shebang_line() {
+        assert_eq!(
+            shebang(b"/usr/bin/env  python3 -u\nprint()"),
+            Some(PathBuf::from("/usr/bin/env"))
+        );
+        assert_eq!(shebang(b"python3\n"), None);
+        assert_eq!(shebang(b"\n"), None);
+    }
+
+    #[test]
+    fn garbage_headers_give_nothing_and_never_panic() {
+        let mut header = b"\x7fELF\x02\x01".to_vec();
+        for len in 0..80 {
+            header.resize(len.max(6), 0xff);
+            assert_eq!(elf_interp(Path::new("/nonexistent"), &header), None);
+        }
+        assert_eq!(elf_interp(Path::new("/nonexistent"), b"\x7fELF"), None);
+        assert_eq!(elf_interp(Path::new("/nonexistent"), b"MZ"), None);
+    }
+
+    #[test]
+    fn program_dirs_include_the_program_and_loader_dirs() {
+        let dirs = program_dirs(Path::new("/bin/sh"));
+        assert!(dirs.contains(&PathBuf::from("/bin")), "{dirs:?}");
+        let loader = interpreter(Path::new("/bin/sh")).expect("loader");
+        let loader_dir = std::fs::canonicalize(&loader)
+            .ok()
+            .and_then(|l| l.parent().map(Path::to_path_buf))
+            .expect("loader dir");
+        assert!(dirs.contains(&loader_dir), "{dirs:?} lacks {loader_dir:?}");
+    }
+}
