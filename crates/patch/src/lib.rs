@@ -66,6 +66,8 @@ mod model;
 mod overlay;
 mod plan;
 mod print;
+#[cfg(test)]
+mod proptests;
 mod quote;
 mod report;
 mod text;

@@ -129,3 +129,28 @@ pub struct Patch {
     /// Length of the text it was parsed from (bounds are checked on it).
     pub(crate) source_bytes: Incidental,
 }
+
+impl Hunk {
+    /// The hunk that undoes this one (old and new sides swapped).
+    #[cfg(test)]
+    pub(crate) fn reversed(&self) -> Hunk {
+        Hunk {
+            stated: self.stated.map(|s| Stated {
+                old_start: s.new_start,
+                new_start: s.old_start,
+            }),
+            lines: self
+                .lines
+                .iter()
+                .map(|l| match l {
+                    Line::Context(t) => Line::Context(t.clone()),
+                    Line::Remove(t) => Line::Add(t.clone()),
+                    Line::Add(t) => Line::Remove(t.clone()),
+                })
+                .collect(),
+            old_no_newline: self.new_no_newline,
+            new_no_newline: self.old_no_newline,
+            ..self.clone()
+        }
+    }
+}

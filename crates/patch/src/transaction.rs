@@ -217,3 +217,228 @@ fn outcome(cause: PatchError, failed: Vec<String>) -> PatchError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Fault injection: the k-th staging write, or the k-th rename/removal,
+    //! fails — for every k — and the tree must be byte-identical afterwards,
+    //! with no temporary file left.
+
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use agentcaps_paths::{PathPolicy, RealFs};
+
+    use super::*;
+    use crate::{Patch, PatchPolicyConfig, plan};
+
+    /// Wraps a store and makes one operation fail.
+    struct Faulty<S> {
+        inner: S,
+        fail_stage: Option<usize>,
+        fail_rename: Option<usize>,
+        stages: usize,
+        renames: usize,
+    }
+
+    fn injected(op: &'static str, path: &str) -> PatchError {
+        PatchError::Io {
+            op,
+            path: path.to_owned(),
+            source: PathError::Io {
+                op,
+                path: path.into(),
+                source: std::io::Error::other("injected fault"),
+            },
+        }
+    }
+
+    impl<S: Store> Faulty<S> {
+        fn rename_fault(&mut self, path: &str) -> Result<()> {
+            self.renames += 1;
+            if self.fail_rename == Some(self.renames) {
+                return Err(injected("rename", path));
+            }
+            Ok(())
+        }
+    }
+
+    impl<S: Store> Store for Faulty<S> {
+        type Staged = S::Staged;
+        fn stage(&mut self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
+            self.stages += 1;
+            if self.fail_stage == Some(self.stages) {
+                return Err(injected("stage", path));
+            }
+            self.inner.stage(path, bytes)
+        }
+        fn commit(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+            if let Err(e) = self.rename_fault(path) {
+                self.inner.discard(path, staged)?;
+                return Err(e);
+            }
+            self.inner.commit(path, staged)
+        }
+        fn discard(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+            self.inner.discard(path, staged)
+        }
+        fn remove_file(&mut self, path: &str) -> Result<()> {
+            self.rename_fault(path)?;
+            self.inner.remove_file(path)
+        }
+        fn create_dir(&mut self, path: &str) -> Result<()> {
+            self.inner.create_dir(path)
+        }
+        fn remove_dir(&mut self, path: &str) -> Result<()> {
+            self.inner.remove_dir(path)
+        }
+    }
+
+    fn snapshot(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                if path.is_dir() {
+                    out.insert(rel, None);
+                    stack.push(path);
+                } else {
+                    out.insert(rel, std::fs::read(&path).ok());
+                }
+            }
+        }
+        out
+    }
+
+    const PATCH: &str = "\
+--- a/one.txt
++++ b/one.txt
+@@ -1,2 +1,2 @@
+ one
+-two
++TWO
+--- /dev/null
++++ b/new/dir/created.txt
+@@ -0,0 +1 @@
++created
+--- a/gone.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-gone
+diff --git a/old-name.txt b/moved/new-name.txt
+similarity index 50%
+rename from old-name.txt
+rename to moved/new-name.txt
+--- a/old-name.txt
++++ b/moved/new-name.txt
+@@ -1,2 +1,2 @@
+ keep
+-change
++changed
+--- a/three.txt
++++ b/three.txt
+@@ -1 +1 @@
+-three
++THREE
+";
+
+    fn setup() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let root = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("canonicalize: {e}"));
+        for (name, content) in [
+            ("one.txt", "one\ntwo\n"),
+            ("gone.txt", "gone\n"),
+            ("old-name.txt", "keep\nchange\n"),
+            ("three.txt", "three\n"),
+        ] {
+            std::fs::write(root.join(name), content).unwrap_or_else(|e| panic!("write: {e}"));
+        }
+        (dir, root)
+    }
+
+    fn run(
+        fail_stage: Option<usize>,
+        fail_rename: Option<usize>,
+    ) -> (Result<()>, usize, usize, bool) {
+        let (_dir, root) = setup();
+        let before = snapshot(&root);
+        let policy = PathPolicy::builder()
+            .allow(&root)
+            .build()
+            .unwrap_or_else(|e| panic!("policy: {e}"));
+        let beneath = policy
+            .open_beneath()
+            .unwrap_or_else(|e| panic!("beneath: {e}"));
+        let config = PatchPolicyConfig::default();
+        let ctx = plan::Context {
+            policy: &policy,
+            beneath: &beneath,
+            fs: &RealFs,
+            base: &root,
+            config: &config,
+        };
+        let patch = Patch::parse(PATCH).unwrap_or_else(|e| panic!("parse: {e}"));
+        let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
+        let mut store = Faulty {
+            inner: BeneathStore {
+                beneath: &beneath,
+                base: &root,
+            },
+            fail_stage,
+            fail_rename,
+            stages: 0,
+            renames: 0,
+        };
+        let result = execute(&mut store, &planned);
+        let identical = snapshot(&root) == before;
+        (result, store.stages, store.renames, identical)
+    }
+
+    #[test]
+    fn unfaulted_run_applies_everything() {
+        let (result, stages, renames, identical) = run(None, None);
+        assert!(result.is_ok(), "{result:?}");
+        assert!(!identical);
+        // 4 writes staged; 4 renames + 2 removals.
+        assert_eq!((stages, renames), (4, 6));
+    }
+
+    #[test]
+    fn kth_staging_write_fails_tree_untouched() {
+        for k in 1..=4 {
+            let (result, _, _, identical) = run(Some(k), None);
+            assert!(
+                matches!(result, Err(PatchError::Io { op: "stage", .. })),
+                "k={k}: {result:?}"
+            );
+            assert!(
+                identical,
+                "k={k}: the tree changed or a temporary file was left"
+            );
+        }
+    }
+
+    #[test]
+    fn kth_rename_fails_tree_rolled_back() {
+        for k in 1..=6 {
+            let (result, _, _, identical) = run(None, Some(k));
+            assert!(
+                matches!(result, Err(PatchError::Io { op: "rename", .. })),
+                "k={k}: {result:?}"
+            );
+            assert!(
+                identical,
+                "k={k}: the tree differs after rollback or a temporary file was left"
+            );
+        }
+    }
+}
