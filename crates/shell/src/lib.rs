@@ -1,4 +1,93 @@
-//! `agentcaps-shell` — **being built** (issue 3). Contract: SPEC.md §2.
+//! # agentcaps-shell — run an agent's commands without a shell
+//!
+//! Judges a command an agent asks for (an argv array, or a string split
+//! with POSIX quoting and no expansion) against a [`ShellPolicy`], then runs
+//! it with no shell, a chosen environment, a timeout that kills the whole
+//! process group, and capped output (SPEC §2).
+//!
+//! - **Programs**: `argv[0]` is a bare allowed name (looked up in the
+//!   command's own `PATH`, never in the working directory) or an absolute
+//!   path the host listed. Launchers (`env cmd`, `xargs`, `sudo`, `sh -c`)
+//!   are refused, or unwrapped where the host opts in.
+//! - **Options**: rules are data, one table per program
+//!   ([`ProgramRules`]); a short option is found anywhere in a cluster, a
+//!   long one on any abbreviation, after `--` too. Defaults refuse the
+//!   options that make read-only programs write, run or read other files.
+//! - **Paths**: with a path policy, the working directory and every
+//!   path-like part of every argument (whole argument, `--opt=value`, every
+//!   tail of a short cluster) are judged by `agentcaps-paths` — lexical,
+//!   POSIX and Windows readings — under a budget of 20 000 lookups computed
+//!   before the first one.
+//! - **Environment**: nothing inherited but the names listed.
+//!
+//! ```
+//! use agentcaps_paths::PathPolicy;
+//! use agentcaps_shell::{CommandRequest, ShellPolicy};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let root = dir.path().canonicalize()?;
+//! std::fs::write(root.join("notes.txt"), "hello\n")?;
+//! let policy = ShellPolicy::read_only(&root)
+//!     .path_policy(PathPolicy::builder().allow(&root).build()?)
+//!     .build()?;
+//!
+//! // Allowed: a file inside the root.
+//! let cmd = policy.validate(&CommandRequest::line("cat notes.txt"))?;
+//! assert_eq!(cmd.argv(), ["cat", "notes.txt"]);
+//!
+//! // Refused: a value glued to a flag that points outside it.
+//! let err = policy.validate(&CommandRequest::argv(["cat", "-f/etc/passwd"])).unwrap_err();
+//! assert_eq!(err.rule(), "path");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Security
+//!
+//! Without a path policy, arguments are not looked at as files: an allowed
+//! `cat` reads anything this process can. The `development` preset
+//! ([`danger::development`]) is **not a sandbox**: its programs run
+//! arbitrary code by design and it inherits the whole environment. Hard
+//! links cannot be seen by any path check. Argument checks judge what a
+//! command is asked to touch; what a program opens by itself is the
+//! kernel's to stop ([`kernel`]).
+//!
+//! # Crate features
+//!
+//! - `runner` (default): [`ShellPolicy::run`] on tokio, with the kernel
+//!   enforcement seam. Without it the crate is a validator only, with no
+//!   tokio dependency.
 #![forbid(unsafe_code)]
 
+mod cluster;
+mod config;
+mod env;
+mod error;
+mod identity;
+mod launcher;
+mod policy;
+mod program;
+mod request;
+mod rules;
+mod script;
+mod tokenize;
+mod validate;
+
+#[cfg(feature = "runner")]
 pub mod kernel;
+#[cfg(feature = "runner")]
+mod output;
+#[cfg(feature = "runner")]
+mod runner;
+
+pub use config::{Preset, ShellPolicyConfig};
+pub use env::DEFAULT_INHERITED;
+pub use error::ShellError;
+pub use policy::{
+    DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, READ_ONLY_COMMANDS, ShellPolicy,
+    ShellPolicyBuilder, WindowsRules, danger,
+};
+pub use request::{Command, CommandRequest, ValidatedCommand};
+pub use rules::{ArgumentAccess, Arguments, OptionRule, ProgramRules, ScriptLanguage, When};
+#[cfg(feature = "runner")]
+pub use runner::{Exit, RunResult, Truncated};
+pub use tokenize::{quote, split};

@@ -1,0 +1,228 @@
+//! Reading an argument as options: short clusters, long options with their
+//! abbreviations, single-dash words and Windows switches — and which parts
+//! of it a program may open as a file.
+//!
+//! Whatever a program's real option grammar, the reading here is the
+//! conservative one of SPEC §2.4: every argument that starts with `-` is read
+//! as options (after `--` too), a short option is found anywhere in a
+//! cluster, and a long option on any prefix of at least one letter.
+
+use crate::rules::{OptionRule, ProgramRules, Spelling, When};
+
+/// The conditions that switch rules on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Conditions {
+    /// A path policy is set.
+    pub(crate) path_policy: bool,
+    /// Windows rules apply.
+    pub(crate) windows: bool,
+}
+
+impl Conditions {
+    fn applies(self, rule: &OptionRule) -> bool {
+        match rule.when {
+            When::Always => true,
+            When::PathPolicy => self.path_policy,
+            When::Windows => self.windows,
+        }
+    }
+}
+
+/// How an argument reads as options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape<'a> {
+    /// Not an option: no leading dash, or exactly `-` or `--`.
+    Operand,
+    /// `--name` or `--name=value`.
+    Long {
+        name: &'a str,
+        value: Option<&'a str>,
+    },
+    /// `-abc`: the text after the dash.
+    Cluster(&'a str),
+}
+
+/// Read `arg` as options. `bundled` makes a dash-less argument a cluster
+/// (`tar xf`).
+pub(crate) fn shape(arg: &str, bundled: bool) -> Shape<'_> {
+    if arg == "-" || arg == "--" || arg.is_empty() {
+        return Shape::Operand;
+    }
+    if let Some(long) = arg.strip_prefix("--") {
+        return match long.split_once('=') {
+            Some((name, value)) => Shape::Long {
+                name,
+                value: Some(value),
+            },
+            None => Shape::Long {
+                name: long,
+                value: None,
+            },
+        };
+    }
+    if let Some(body) = arg.strip_prefix('-') {
+        return Shape::Cluster(body);
+    }
+    if bundled {
+        return Shape::Cluster(arg);
+    }
+    Shape::Operand
+}
+
+/// The first rule of `rules` that refuses `arg`, if any.
+pub(crate) fn refused<'r>(
+    rules: &'r ProgramRules,
+    arg: &str,
+    bundled: bool,
+    when: Conditions,
+) -> Option<&'r OptionRule> {
+    let active = || rules.refuse.iter().filter(move |r| when.applies(r));
+    // Single-dash words and Windows switches are matched on the whole argument.
+    for rule in active() {
+        match Spelling::parse(&rule.option) {
+            Some(Spelling::Word(word)) if arg == word => return Some(rule),
+            Some(Spelling::Switch(prefix)) if switch_matches(arg, prefix) => return Some(rule),
+            _ => {}
+        }
+    }
+    match shape(arg, bundled) {
+        Shape::Operand => None,
+        Shape::Long { name, .. } => active().find(|rule| match Spelling::parse(&rule.option) {
+            Some(Spelling::Long {
+                name: refused,
+                any_suffix,
+            }) => long_matches(name, refused, any_suffix),
+            _ => false,
+        }),
+        Shape::Cluster(body) => {
+            for c in body.chars() {
+                let hit =
+                    active().find(|rule| Spelling::parse(&rule.option) == Some(Spelling::Short(c)));
+                if hit.is_some() {
+                    return hit;
+                }
+                if rules.text_value.contains(&c) {
+                    break;
+                }
+            }
+            None
+        }
+    }
+}
+
+/// A long option `name` (as written, before any `=`) matches a refused long
+/// option when it is an abbreviation of it (a prefix of at least one
+/// letter), or, for `--name*` rules, when it starts with it.
+fn long_matches(name: &str, refused: &str, any_suffix: bool) -> bool {
+    !name.is_empty() && (refused.starts_with(name) || (any_suffix && name.starts_with(refused)))
+}
+
+/// A Windows switch (`/O…`, `/t…`), compared ignoring ASCII case.
+fn switch_matches(arg: &str, prefix: &str) -> bool {
+    arg.strip_prefix('/')
+        .and_then(|rest| rest.get(..prefix.len()))
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+}
+
+/// Every part of `arg` that the program may open as a file (SPEC §2.5): the
+/// argument itself, the value after `=` of a long option, and every tail of
+/// a short cluster after the dash — except tails inside a text value
+/// (`sort -t`'s separator).
+pub(crate) fn path_spellings<'a>(
+    rules: Option<&ProgramRules>,
+    arg: &'a str,
+    bundled: bool,
+    when: Conditions,
+    out: &mut Vec<&'a str>,
+) {
+    out.push(arg);
+    match shape(arg, bundled) {
+        Shape::Operand => {}
+        Shape::Long { value, .. } => {
+            if let Some(value) = value.filter(|v| !v.is_empty()) {
+                out.push(value);
+            }
+        }
+        Shape::Cluster(body) => {
+            let text_from = rules.and_then(|r| text_value_start(r, body, when));
+            for (at, _) in body.char_indices() {
+                if text_from.is_some_and(|from| at >= from) {
+                    break;
+                }
+                if let Some(tail) = body.get(at..) {
+                    out.push(tail);
+                }
+            }
+        }
+    }
+}
+
+/// Where, in a cluster's body, a text value starts (just after an option
+/// listed in `text_value` that no active rule refuses).
+fn text_value_start(rules: &ProgramRules, body: &str, when: Conditions) -> Option<usize> {
+    for (at, c) in body.char_indices() {
+        let refused = rules.refuse.iter().any(|rule| {
+            when.applies(rule) && Spelling::parse(&rule.option) == Some(Spelling::Short(c))
+        });
+        if !refused && rules.text_value.contains(&c) {
+            return Some(at + c.len_utf8());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        assert_eq!(shape("--", false), Shape::Operand);
+        assert_eq!(shape("-", false), Shape::Operand);
+        assert_eq!(shape("x", false), Shape::Operand);
+        assert_eq!(shape("x", true), Shape::Cluster("x"));
+        assert_eq!(
+            shape("--file=lout", false),
+            Shape::Long {
+                name: "file",
+                value: Some("lout")
+            }
+        );
+        assert_eq!(shape("-iflout", false), Shape::Cluster("iflout"));
+    }
+
+    #[test]
+    fn tails_of_a_cluster() {
+        let mut out = Vec::new();
+        let when = Conditions {
+            path_policy: true,
+            windows: false,
+        };
+        path_spellings(None, "-iflout", false, when, &mut out);
+        assert_eq!(
+            out,
+            ["-iflout", "iflout", "flout", "lout", "out", "ut", "t"]
+        );
+    }
+
+    #[test]
+    fn long_abbreviations() {
+        assert!(long_matches("fil", "file", false));
+        assert!(long_matches("f", "file", false));
+        assert!(!long_matches("", "file", false));
+        assert!(!long_matches("filex", "file", false));
+        assert!(long_matches(
+            "dereference-command-line",
+            "dereference",
+            true
+        ));
+    }
+
+    #[test]
+    fn switches_ignore_case() {
+        assert!(switch_matches("/o", "O"));
+        assert!(switch_matches("/OUTPUT", "O"));
+        assert!(!switch_matches("/", "O"));
+        assert!(!switch_matches("-o", "O"));
+    }
+}

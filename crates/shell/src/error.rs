@@ -1,0 +1,283 @@
+//! The one error type of this crate.
+
+use std::path::PathBuf;
+
+use agentcaps_paths::PathError;
+
+/// Why a command was refused, or why it could not be run.
+///
+/// Every refusal is its own variant, carries what was refused, and names a
+/// stable rule id ([`ShellError::rule`]). Its `Display` is written for the
+/// model: what was refused, the rule, and what is allowed instead.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShellError {
+    /// The command string holds a shell operator outside quotes.
+    #[error(
+        "refused `{operator}` at byte {position} (rule shell-operator): no shell runs this command, \
+         exactly one program runs with the words you give; no pipes, redirection, sequencing, \
+         substitution or variables"
+    )]
+    ShellOperator {
+        /// The command string as given.
+        command: String,
+        /// The operator character.
+        operator: char,
+        /// Its byte offset in `command`.
+        position: usize,
+    },
+    /// A quote (or a trailing backslash) is not closed.
+    #[error(
+        "refused the command (rule unterminated-quote): the {quote} opened in it is never closed; \
+         close it, or give the command as an argv array"
+    )]
+    UnterminatedQuote {
+        /// The command string as given.
+        command: String,
+        /// The quote character (`'`, `"` or `\`).
+        quote: char,
+    },
+    /// No program was named.
+    #[error("refused an empty command (rule empty-command): name one program and its arguments")]
+    EmptyCommand,
+    /// The command starts with `NAME=value`, a variable assignment.
+    #[error(
+        "refused `{argument}` (rule env-assignment): `NAME=value` before a command sets a variable \
+         in a shell, and no shell runs here; start the command with the program's name"
+    )]
+    Assignment {
+        /// The assignment word.
+        argument: String,
+    },
+    /// The program is not on the allow list.
+    #[error(
+        "refused program `{program}` (rule not-allowed-program): allowed programs are {}",
+        list_or_none(allowed)
+    )]
+    NotAllowedProgram {
+        /// `argv[0]` as given.
+        program: String,
+        /// The allowed command names and host-listed programs.
+        allowed: Vec<String>,
+    },
+    /// `argv[0]` is a path that the host did not list.
+    #[error(
+        "refused program `{program}` (rule program-path): name the program bare (like `{name}`); \
+         it is looked up in the command's PATH, never in the working directory"
+    )]
+    ProgramPath {
+        /// `argv[0]` as given.
+        program: String,
+        /// Its file name.
+        name: String,
+    },
+    /// An option that makes the program write, run or read what it was not
+    /// given as an argument.
+    #[error(
+        "refused `{argument}` for `{program}` (rule refused-option): option `{option}` {reason}; \
+         run `{program}` without it"
+    )]
+    RefusedOption {
+        /// The program's identity (file name, lower case, no `.exe`).
+        program: String,
+        /// The argument that holds the option.
+        argument: String,
+        /// The refused option as the rule spells it.
+        option: String,
+        /// Why it is refused.
+        reason: String,
+    },
+    /// A program's script would run a command or write a file.
+    #[error(
+        "refused the {program} script `{script}` (rule refused-script): it {reason}; \
+         use a script that only prints"
+    )]
+    RefusedScript {
+        /// The program's identity.
+        program: String,
+        /// The script text.
+        script: String,
+        /// What the script would do.
+        reason: String,
+    },
+    /// A program that runs another program.
+    #[error("refused `{program}` (rule launcher): {reason}")]
+    Launcher {
+        /// The launcher's identity.
+        program: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
+    /// An argument, or a value inside it, names a path the policy refuses.
+    #[error(
+        "refused argument `{argument}` (rule path): {spelling_note}{source}",
+        spelling_note = spelling_note(argument, spelling)
+    )]
+    Path {
+        /// The whole argument.
+        argument: String,
+        /// The part judged as a path (the argument, a `=value`, or a
+        /// cluster tail).
+        spelling: String,
+        /// The path policy's refusal.
+        #[source]
+        source: Box<PathError>,
+    },
+    /// The working directory is outside the path policy.
+    #[error("refused working directory `{}` (rule working-directory): {source}", cwd.display())]
+    WorkingDirectory {
+        /// The working directory as asked.
+        cwd: PathBuf,
+        /// The path policy's refusal.
+        #[source]
+        source: Box<PathError>,
+    },
+    /// The checks would cost more file-system lookups than the budget.
+    #[error(
+        "refused the command (rule too-costly): checking its arguments would take more than \
+         {budget} file-system lookups (at least {bound}); give fewer or shorter path-like arguments"
+    )]
+    TooCostly {
+        /// A lower bound on the upper bound of the command's cost.
+        bound: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// An argument is longer than the limit.
+    #[error(
+        "refused argument {index} (rule argument-too-long): it has {length} characters, \
+         more than the {limit} allowed"
+    )]
+    ArgumentTooLong {
+        /// Its index in argv.
+        index: usize,
+        /// Its length in characters.
+        length: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// An argument contains a NUL character, which no program can receive.
+    #[error("refused argument {index} (rule nul): it contains a NUL character")]
+    Nul {
+        /// Its index in argv.
+        index: usize,
+    },
+    /// An environment variable the agent asked for is refused.
+    #[error("refused environment variable `{name}` (rule env-var): {reason}")]
+    EnvVar {
+        /// The variable's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The allowed program is not found in the command's `PATH`.
+    #[error(
+        "`{program}` is allowed but was not found in the command's PATH \
+         (rule program-not-found); the PATH searched is `{path}`"
+    )]
+    ProgramNotFound {
+        /// The allowed name.
+        program: String,
+        /// The `PATH` searched (empty and relative entries are skipped).
+        path: String,
+    },
+    /// The policy itself is invalid.
+    #[error("invalid shell policy (rule config): {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+    },
+    /// The path policy could not be consulted (a real I/O failure, not a
+    /// refusal).
+    #[error("could not check `{spelling}`: {source}")]
+    PathIo {
+        /// What was being checked.
+        spelling: String,
+        /// The failure.
+        #[source]
+        source: Box<PathError>,
+    },
+    /// The policy requires kernel enforcement and the kernel cannot give it;
+    /// nothing ran.
+    #[error("{message} (rule require-kernel-enforcement)")]
+    KernelEnforcement {
+        /// What the kernel can and cannot enforce.
+        message: String,
+    },
+    /// The program could not be started or waited for.
+    #[error("could not run `{}`: {source}", program.display())]
+    Spawn {
+        /// The resolved program.
+        program: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ShellError {
+    /// A short stable id for the rule (for logs and the CLI's JSON `rule`).
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Self::ShellOperator { .. } => "shell-operator",
+            Self::UnterminatedQuote { .. } => "unterminated-quote",
+            Self::EmptyCommand => "empty-command",
+            Self::Assignment { .. } => "env-assignment",
+            Self::NotAllowedProgram { .. } => "not-allowed-program",
+            Self::ProgramPath { .. } => "program-path",
+            Self::RefusedOption { .. } => "refused-option",
+            Self::RefusedScript { .. } => "refused-script",
+            Self::Launcher { .. } => "launcher",
+            Self::Path { .. } => "path",
+            Self::WorkingDirectory { .. } => "working-directory",
+            Self::TooCostly { .. } => "too-costly",
+            Self::ArgumentTooLong { .. } => "argument-too-long",
+            Self::Nul { .. } => "nul",
+            Self::EnvVar { .. } => "env-var",
+            Self::ProgramNotFound { .. } => "program-not-found",
+            Self::Config { .. } => "config",
+            Self::PathIo { .. } => "io",
+            Self::KernelEnforcement { .. } => "require-kernel-enforcement",
+            Self::Spawn { .. } => "io",
+        }
+    }
+
+    /// The path policy's own rule id when this is a path refusal
+    /// (`"outside-roots"`, `"blocked"`, …).
+    pub fn path_rule(&self) -> Option<&'static str> {
+        match self {
+            Self::Path { source, .. } | Self::WorkingDirectory { source, .. } => {
+                Some(source.rule())
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether this is a refusal by the policy (as opposed to a broken
+    /// policy, a missing program or an I/O failure).
+    pub fn is_refusal(&self) -> bool {
+        !matches!(
+            self,
+            Self::ProgramNotFound { .. }
+                | Self::Config { .. }
+                | Self::PathIo { .. }
+                | Self::Spawn { .. }
+        )
+    }
+}
+
+fn list_or_none(allowed: &[String]) -> String {
+    if allowed.is_empty() {
+        "none".to_owned()
+    } else {
+        allowed.join(", ")
+    }
+}
+
+fn spelling_note(argument: &str, spelling: &str) -> String {
+    if argument == spelling {
+        String::new()
+    } else {
+        format!("its part `{spelling}` is judged as a path, since the program may open it; ")
+    }
+}

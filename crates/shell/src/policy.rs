@@ -1,0 +1,466 @@
+//! The shell policy: what may run, where, with what environment.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use agentcaps_paths::{FileSystem, PathPolicy, RealFs};
+
+use crate::env::{self, DEFAULT_INHERITED, Inherit};
+use crate::error::ShellError;
+use crate::identity::{identity, is_bare};
+use crate::request::{CommandRequest, ValidatedCommand};
+use crate::rules::{ProgramRules, RuleSet};
+
+/// The `read_only` preset's commands (SPEC §2.1). `env` is left out on
+/// purpose: it is a launcher.
+pub const READ_ONLY_COMMANDS: &[&str] = &[
+    "ls", "cat", "head", "tail", "pwd", "echo", "wc", "date", "whoami", "which", "file",
+];
+
+/// What the `development` preset adds to [`READ_ONLY_COMMANDS`] (SPEC §2.1).
+pub const DEVELOPMENT_COMMANDS: &[&str] = &[
+    "env", "git", "npm", "yarn", "pnpm", "mvn", "gradle", "sbt", "make", "cmake", "grep", "find",
+    "rg", "fd", "ag", "cp", "mv", "mkdir", "touch", "rm", "pip", "pip3", "poetry", "cargo", "go",
+];
+
+/// A command is refused when its checks would cost more lookups than this
+/// (SPEC §2.6).
+pub const LOOKUP_BUDGET: u64 = 20_000;
+
+/// An argument longer than this many characters is refused (SPEC §2.6).
+pub const MAX_ARGUMENT_CHARS: usize = 4096;
+
+/// When Windows option rules (such as `sort /O`) apply.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum WindowsRules {
+    /// On Windows hosts only.
+    #[default]
+    Auto,
+    /// Everywhere (for commands that will also run on Windows).
+    Always,
+}
+
+/// What an agent's commands may do. Cheap to clone; `Send + Sync`.
+///
+/// Build one with [`ShellPolicy::read_only`], [`ShellPolicy::builder`],
+/// [`ShellPolicyConfig::build`](crate::ShellPolicyConfig::build), or — not a
+/// sandbox — [`danger::development`](crate::danger::development).
+#[derive(Debug, Clone)]
+pub struct ShellPolicy {
+    pub(crate) allowed: Vec<String>,
+    pub(crate) programs: Vec<PathBuf>,
+    pub(crate) rules: RuleSet,
+    pub(crate) working_directory: PathBuf,
+    pub(crate) paths: Option<PathPolicy>,
+    pub(crate) timeout: Duration,
+    pub(crate) max_output_bytes: u64,
+    pub(crate) inherit: Inherit,
+    pub(crate) environment: BTreeMap<String, String>,
+    pub(crate) unwrap_launchers: bool,
+    pub(crate) agent_environment: bool,
+    pub(crate) windows_rules: bool,
+    pub(crate) allow_network: bool,
+    pub(crate) require_kernel_enforcement: bool,
+}
+
+impl ShellPolicy {
+    /// A builder with the `read_only` preset's commands (SPEC §2.1), the
+    /// default environment and rules, a 30 s timeout and 100 000 output
+    /// bytes per stream. Add a path policy with
+    /// [`ShellPolicyBuilder::path_policy`]: without one, `cat` can read
+    /// anything this process can.
+    pub fn read_only(working_directory: impl Into<PathBuf>) -> ShellPolicyBuilder {
+        let mut builder = Self::builder(working_directory);
+        builder.allowed = READ_ONLY_COMMANDS.iter().map(|s| (*s).to_owned()).collect();
+        builder
+    }
+
+    /// A builder that allows no command yet.
+    pub fn builder(working_directory: impl Into<PathBuf>) -> ShellPolicyBuilder {
+        ShellPolicyBuilder {
+            allowed: Vec::new(),
+            programs: Vec::new(),
+            rules: Vec::new(),
+            default_rules: true,
+            working_directory: working_directory.into(),
+            paths: None,
+            timeout: Duration::from_millis(30_000),
+            max_output_bytes: 100_000,
+            inherit: Inherit::Named(DEFAULT_INHERITED.iter().map(|s| (*s).to_owned()).collect()),
+            environment: BTreeMap::new(),
+            unwrap_launchers: false,
+            agent_environment: false,
+            windows_rules: WindowsRules::Auto,
+            allow_network: false,
+            require_kernel_enforcement: false,
+        }
+    }
+
+    /// Judge `request` on the host's file system (SPEC §2.3–§2.6).
+    ///
+    /// Synchronous and runtime-free. Nothing runs; with a path policy, the
+    /// checks make at most 20 000 lookups, and a command that would need
+    /// more is refused before the first.
+    ///
+    /// # Errors
+    ///
+    /// A refusal ([`ShellError::is_refusal`]) naming the rule, or
+    /// [`ShellError::ProgramNotFound`] / [`ShellError::PathIo`].
+    ///
+    /// # Security
+    ///
+    /// Without a path policy, arguments are not looked at as files: an
+    /// allowed `cat` reads anything this process can.
+    pub fn validate(&self, request: &CommandRequest) -> Result<ValidatedCommand, ShellError> {
+        self.validate_on(&RealFs, request)
+    }
+
+    /// [`ShellPolicy::validate`] with the path checks made on `fs` (a
+    /// [`SimFs`](agentcaps_paths::SimFs) in tests, to count lookups). The
+    /// program itself is still looked up in the real `PATH`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ShellPolicy::validate`].
+    pub fn validate_on(
+        &self,
+        fs: &dyn FileSystem,
+        request: &CommandRequest,
+    ) -> Result<ValidatedCommand, ShellError> {
+        crate::validate::validate(self, fs, request)
+    }
+
+    /// The allowed command names.
+    pub fn allowed_commands(&self) -> &[String] {
+        &self.allowed
+    }
+
+    /// The absolute program paths the host listed.
+    pub fn allowed_programs(&self) -> &[PathBuf] {
+        &self.programs
+    }
+
+    /// The default working directory.
+    pub fn working_directory(&self) -> &Path {
+        &self.working_directory
+    }
+
+    /// The path policy file arguments are held to, if any.
+    pub fn path_policy(&self) -> Option<&PathPolicy> {
+        self.paths.as_ref()
+    }
+
+    /// The longest a command may run.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The most bytes kept of each output stream.
+    pub fn max_output_bytes(&self) -> u64 {
+        self.max_output_bytes
+    }
+
+    /// The names a command inherits, or `None` when it inherits the whole
+    /// environment (the `development` preset).
+    pub fn inherited_environment(&self) -> Option<&[String]> {
+        match &self.inherit {
+            Inherit::Named(names) => Some(names),
+            Inherit::All => None,
+        }
+    }
+
+    /// The variables the host sets for every command.
+    pub fn environment(&self) -> &BTreeMap<String, String> {
+        &self.environment
+    }
+
+    /// The option rule tables in force.
+    pub fn rules(&self) -> impl Iterator<Item = &ProgramRules> {
+        self.rules.tables()
+    }
+
+    /// Whether launchers (`env cmd`, `timeout 5 cmd`, …) are unwrapped and
+    /// their inner command judged, rather than refused.
+    pub fn unwraps_launchers(&self) -> bool {
+        self.unwrap_launchers
+    }
+
+    /// Whether commands may use the network (kernel enforcement).
+    pub fn allows_network(&self) -> bool {
+        self.allow_network
+    }
+
+    /// Whether a command is refused when the kernel cannot enforce the
+    /// policy.
+    pub fn requires_kernel_enforcement(&self) -> bool {
+        self.require_kernel_enforcement
+    }
+}
+
+/// Builds a [`ShellPolicy`]; [`ShellPolicyBuilder::build`] checks it.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct ShellPolicyBuilder {
+    allowed: Vec<String>,
+    programs: Vec<PathBuf>,
+    rules: Vec<ProgramRules>,
+    default_rules: bool,
+    working_directory: PathBuf,
+    paths: Option<PathPolicy>,
+    timeout: Duration,
+    max_output_bytes: u64,
+    inherit: Inherit,
+    environment: BTreeMap<String, String>,
+    unwrap_launchers: bool,
+    agent_environment: bool,
+    windows_rules: WindowsRules,
+    allow_network: bool,
+    require_kernel_enforcement: bool,
+}
+
+impl ShellPolicyBuilder {
+    /// Allow a command by bare name (looked up in the command's `PATH`).
+    pub fn allow_command(mut self, name: impl Into<String>) -> Self {
+        self.allowed.push(name.into());
+        self
+    }
+
+    /// Allow exactly this absolute program path as `argv[0]`.
+    pub fn allow_program(mut self, path: impl Into<PathBuf>) -> Self {
+        self.programs.push(path.into());
+        self
+    }
+
+    /// Hold every file argument to `paths` (SPEC §2.5).
+    pub fn path_policy(mut self, paths: PathPolicy) -> Self {
+        self.paths = Some(paths);
+        self
+    }
+
+    /// Add an option rule table (extends the table of a program already
+    /// present).
+    pub fn rules(mut self, table: ProgramRules) -> Self {
+        self.rules.push(table);
+        self
+    }
+
+    /// Start from no option rules at all.
+    ///
+    /// # Security
+    ///
+    /// This removes the seed's refusals (`file -C`, `date -f`, …): only the
+    /// tables added with [`ShellPolicyBuilder::rules`] apply.
+    pub fn without_default_rules(mut self) -> Self {
+        self.default_rules = false;
+        self
+    }
+
+    /// The longest a command may run; on expiry its whole process group is
+    /// killed.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The most bytes kept of each output stream.
+    pub fn max_output_bytes(mut self, bytes: u64) -> Self {
+        self.max_output_bytes = bytes;
+        self
+    }
+
+    /// Inherit exactly these names from the host (whichever exist),
+    /// replacing the default list.
+    pub fn inherit_only<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.inherit = Inherit::Named(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Set a variable for every command (the host's choice, not checked
+    /// against the agent's refusal list).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.environment.insert(name.into(), value.into());
+        self
+    }
+
+    /// Unwrap launchers (`env`, `nice`, `nohup`, `timeout`, `stdbuf`,
+    /// `time`, `command`, `setsid`) and judge their inner command, instead
+    /// of refusing them. The launcher itself must be allowed too.
+    pub fn unwrap_launchers(mut self, on: bool) -> Self {
+        self.unwrap_launchers = on;
+        self
+    }
+
+    /// Let the agent set variables ([`CommandRequest::env`]); names that
+    /// make a child load or run code are still refused.
+    pub fn allow_agent_environment(mut self, on: bool) -> Self {
+        self.agent_environment = on;
+        self
+    }
+
+    /// When Windows option rules apply.
+    pub fn windows_rules(mut self, mode: WindowsRules) -> Self {
+        self.windows_rules = mode;
+        self
+    }
+
+    /// Let commands use the network (kernel enforcement; off by default).
+    pub fn allow_network(mut self, on: bool) -> Self {
+        self.allow_network = on;
+        self
+    }
+
+    /// Refuse to run when the kernel cannot enforce the policy.
+    pub fn require_kernel_enforcement(mut self, on: bool) -> Self {
+        self.require_kernel_enforcement = on;
+        self
+    }
+
+    pub(crate) fn inherit_all(mut self) -> Self {
+        self.inherit = Inherit::All;
+        self
+    }
+
+    /// Check and build the policy.
+    ///
+    /// # Errors
+    ///
+    /// [`ShellError::Config`] for a relative working directory, a command
+    /// name that is not bare, a program path that is not absolute, an empty
+    /// timeout, a bad variable name, or a bad rule table.
+    pub fn build(self) -> Result<ShellPolicy, ShellError> {
+        let config = |message: String| ShellError::Config { message };
+        if !self.working_directory.is_absolute() {
+            return Err(config(format!(
+                "the working directory {} is not absolute",
+                self.working_directory.display()
+            )));
+        }
+        // The path checks need a real location (no links) as their base.
+        let working_directory = std::fs::canonicalize(&self.working_directory)
+            .unwrap_or_else(|_| normalize(&self.working_directory));
+        for name in &self.allowed {
+            if name.is_empty() || !is_bare(name) || name.contains('\0') || identity(name).is_empty()
+            {
+                return Err(config(format!(
+                    "allowed command `{name}` must be a bare program name; list paths in \
+                     allowed_programs"
+                )));
+            }
+        }
+        for program in &self.programs {
+            if !program.is_absolute() {
+                return Err(config(format!(
+                    "allowed program {} is not an absolute path",
+                    program.display()
+                )));
+            }
+        }
+        if self.timeout.is_zero() {
+            return Err(config("the timeout must be longer than zero".to_owned()));
+        }
+        for name in self.environment.keys() {
+            env::check_name(name)?;
+        }
+        if let Inherit::Named(names) = &self.inherit {
+            for name in names {
+                env::check_name(name)?;
+            }
+        }
+        let mut rules = if self.default_rules {
+            RuleSet::defaults()?
+        } else {
+            RuleSet::default()
+        };
+        for table in self.rules {
+            rules.add(table)?;
+        }
+        let mut allowed = self.allowed;
+        allowed.dedup();
+        Ok(ShellPolicy {
+            allowed,
+            programs: self.programs,
+            rules,
+            working_directory,
+            paths: self.paths,
+            timeout: self.timeout,
+            max_output_bytes: self.max_output_bytes,
+            inherit: self.inherit,
+            environment: self.environment,
+            unwrap_launchers: self.unwrap_launchers,
+            agent_environment: self.agent_environment,
+            windows_rules: match self.windows_rules {
+                WindowsRules::Auto => cfg!(windows),
+                WindowsRules::Always => true,
+            },
+            allow_network: self.allow_network,
+            require_kernel_enforcement: self.require_kernel_enforcement,
+        })
+    }
+}
+
+/// Lexical normalization of an absolute path (`.` dropped, `..` applied).
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Loosening a policy past what a sandbox allows.
+///
+/// # Security
+///
+/// Everything here weakens the policy on purpose and says so at the call
+/// site.
+pub mod danger {
+    use std::path::PathBuf;
+
+    use super::{DEVELOPMENT_COMMANDS, READ_ONLY_COMMANDS, ShellPolicy, ShellPolicyBuilder};
+
+    /// The `development` preset (SPEC §2.1): `read_only` plus `env`, `git`,
+    /// package managers, build tools, `grep`/`find`/`rg`, and `cp mv mkdir
+    /// touch rm`; it inherits the **whole** environment, because build
+    /// tools need it.
+    ///
+    /// # Security
+    ///
+    /// **This is not a sandbox.** These programs run arbitrary code by
+    /// design (`make` recipes, `npm` scripts, `cargo` build scripts, git
+    /// hooks), and the whole environment — provider API keys included — is
+    /// passed to them. The argument checks still apply, but a program can
+    /// open any file it likes by itself; only kernel enforcement can stop
+    /// that.
+    pub fn development(working_directory: impl Into<PathBuf>) -> ShellPolicyBuilder {
+        let mut builder = ShellPolicy::builder(working_directory).inherit_all();
+        builder.allowed = READ_ONLY_COMMANDS
+            .iter()
+            .chain(DEVELOPMENT_COMMANDS)
+            .map(|s| (*s).to_owned())
+            .collect();
+        builder
+    }
+
+    /// Let commands inherit the host's whole environment.
+    ///
+    /// # Security
+    ///
+    /// The host's environment is where provider API keys and other secrets
+    /// live; every command, and everything it runs, gets them.
+    pub fn inherit_whole_environment(builder: ShellPolicyBuilder) -> ShellPolicyBuilder {
+        builder.inherit_all()
+    }
+}

@@ -1,0 +1,95 @@
+//! Finding the program that actually runs: the allowed name looked up in the
+//! command's own `PATH`, skipping empty and relative entries, so a binary
+//! planted in the working directory is never run.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use crate::error::ShellError;
+
+/// Find `name` in `path` (a `PATH` value).
+///
+/// # Errors
+///
+/// [`ShellError::ProgramNotFound`] when no absolute entry holds an
+/// executable file of that name.
+pub(crate) fn find_in_path(name: &str, path: Option<&OsStr>) -> Result<PathBuf, ShellError> {
+    let searched = path.map(OsStr::to_os_string).unwrap_or_default();
+    for dir in std::env::split_paths(&searched) {
+        if dir.as_os_str().is_empty() || !dir.is_absolute() {
+            continue;
+        }
+        for candidate in candidates(&dir, name) {
+            if is_executable(&candidate) {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(ShellError::ProgramNotFound {
+        program: name.to_owned(),
+        path: searched.to_string_lossy().into_owned(),
+    })
+}
+
+fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = vec![dir.join(name)];
+    if cfg!(windows) {
+        // Only real executables: `.bat`/`.cmd` would run through cmd.exe,
+        // which re-reads the arguments as a command line.
+        for ext in [".exe", ".com"] {
+            let mut file = OsString::from(name);
+            file.push(ext);
+            out.push(dir.join(file));
+        }
+    }
+    out
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_and_empty_entries_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("cat");
+        std::fs::write(&planted, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // A relative entry that leads to the planted `cat` from the current
+        // directory: it would be found if relative entries were searched.
+        let here = std::env::current_dir().unwrap();
+        let mut relative = PathBuf::new();
+        for _ in here.components().skip(1) {
+            relative.push("..");
+        }
+        relative.push(dir.path().strip_prefix("/").unwrap());
+        assert!(relative.join("cat").exists());
+        let path = std::env::join_paths([PathBuf::new(), relative]).unwrap();
+        assert!(find_in_path("cat", Some(&path)).is_err());
+        let abs = std::env::join_paths([dir.path()]).unwrap();
+        assert_eq!(find_in_path("cat", Some(&abs)).unwrap(), planted);
+    }
+
+    #[test]
+    fn no_path_finds_nothing() {
+        assert_eq!(
+            find_in_path("cat", None).unwrap_err().rule(),
+            "program-not-found"
+        );
+    }
+}

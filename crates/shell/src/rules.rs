@@ -1,0 +1,328 @@
+//! Option rules as data: one table per program.
+//!
+//! The default tables live in `default_rules.toml` beside this file (read it:
+//! every rule carries the reason shown to the model). A host adds tables, or
+//! rules to an existing program's table, with [`ProgramRules`] values.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ShellError;
+use crate::identity::identity;
+
+/// The default tables, as shipped.
+const DEFAULT_RULES: &str = include_str!("default_rules.toml");
+
+/// The option rules of one program.
+///
+/// `option` spellings: `"-C"` (a short option, refused anywhere in a
+/// cluster), `"--compile"` (a long option, refused on any prefix of at least
+/// one letter, with or without `=value`), `"--dereference*"` (a long option
+/// and everything that starts with it), `"-exec"` (a single-dash word, refused
+/// when the argument is exactly it), `"/O*"` (a Windows switch prefix, any
+/// case).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProgramRules {
+    /// The program's name; matched by file name, ignoring case and a Windows
+    /// executable suffix.
+    pub name: String,
+    /// Refused options.
+    #[serde(default)]
+    pub refuse: Vec<OptionRule>,
+    /// Whether the arguments are paths (the default) or text.
+    #[serde(default)]
+    pub arguments: Arguments,
+    /// The access its path arguments are judged for.
+    #[serde(default)]
+    pub access: ArgumentAccess,
+    /// Short options whose attached value is text: never read as options,
+    /// never judged as paths (`sort -t`), unless a rule refuses the option.
+    #[serde(default)]
+    pub text_value: Vec<char>,
+    /// The first argument is an option cluster even without a dash (`tar xf`).
+    #[serde(default)]
+    pub bundled_first: bool,
+    /// A script language whose commands are scanned (`sed`, `awk`).
+    #[serde(default)]
+    pub script: Option<ScriptLanguage>,
+}
+
+impl ProgramRules {
+    /// An empty table for `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            refuse: Vec::new(),
+            arguments: Arguments::Paths,
+            access: ArgumentAccess::Read,
+            text_value: Vec::new(),
+            bundled_first: false,
+            script: None,
+        }
+    }
+
+    /// Add a refused option (see the type's docs for spellings).
+    pub fn refuse(mut self, option: impl Into<String>, reason: impl Into<String>) -> Self {
+        self.refuse.push(OptionRule::new(option, reason));
+        self
+    }
+}
+
+/// One refused option and the reason shown when it is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OptionRule {
+    /// The option's spelling (see [`ProgramRules`]).
+    pub option: String,
+    /// Why it is refused, completing "option X …" (e.g. "runs a program").
+    pub reason: String,
+    /// When the rule applies.
+    #[serde(default)]
+    pub when: When,
+}
+
+impl OptionRule {
+    /// A rule that always applies.
+    pub fn new(option: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            option: option.into(),
+            reason: reason.into(),
+            when: When::Always,
+        }
+    }
+}
+
+/// When an [`OptionRule`] applies.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum When {
+    /// Always.
+    #[default]
+    Always,
+    /// Only when the shell policy holds a path policy.
+    PathPolicy,
+    /// Only where Windows rules apply (Windows hosts, or when asked).
+    Windows,
+}
+
+/// Whether a program's arguments are file names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Arguments {
+    /// Every argument is judged as a path (SPEC §2.5).
+    #[default]
+    Paths,
+    /// Arguments are text (`echo`, `date`, …); options are still checked.
+    Text,
+}
+
+/// The access a program's path arguments are judged for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ArgumentAccess {
+    /// Reading.
+    #[default]
+    Read,
+    /// Listing directories (and reading).
+    List,
+    /// Writing (the program creates, changes or removes what it names).
+    Write,
+}
+
+/// A script language scanned for commands that run programs or write files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ScriptLanguage {
+    /// `sed` scripts (`e`, `w`, `W`, `r`, `R` commands, `s///e` and `s///w`).
+    Sed,
+    /// `awk` programs (`system()`, pipes, redirection to files).
+    Awk,
+}
+
+#[derive(Deserialize)]
+struct RuleFile {
+    program: Vec<ProgramRules>,
+}
+
+/// The compiled rule tables, keyed by program identity.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RuleSet {
+    programs: BTreeMap<String, ProgramRules>,
+}
+
+impl RuleSet {
+    /// The shipped default tables.
+    pub(crate) fn defaults() -> Result<Self, ShellError> {
+        static PARSED: OnceLock<Result<Vec<ProgramRules>, String>> = OnceLock::new();
+        let parsed = PARSED.get_or_init(|| {
+            toml::from_str::<RuleFile>(DEFAULT_RULES)
+                .map(|file| file.program)
+                .map_err(|e| e.to_string())
+        });
+        match parsed {
+            Ok(tables) => {
+                let mut set = Self::default();
+                for table in tables {
+                    set.add(table.clone())?;
+                }
+                Ok(set)
+            }
+            Err(message) => Err(ShellError::Config {
+                message: format!("the default rule tables do not parse: {message}"),
+            }),
+        }
+    }
+
+    /// Add a table; rules for a program already present are appended to its
+    /// table (a host extends, it never silently replaces).
+    pub(crate) fn add(&mut self, table: ProgramRules) -> Result<(), ShellError> {
+        for rule in &table.refuse {
+            validate_spelling(&table.name, &rule.option)?;
+        }
+        let key = identity(&table.name);
+        if key.is_empty() {
+            return Err(ShellError::Config {
+                message: "a rule table has an empty program name".to_owned(),
+            });
+        }
+        match self.programs.get_mut(&key) {
+            Some(existing) => {
+                existing.refuse.extend(table.refuse);
+                existing.text_value.extend(table.text_value);
+                existing.bundled_first |= table.bundled_first;
+                if table.arguments != Arguments::Paths {
+                    existing.arguments = table.arguments;
+                }
+                if table.access != ArgumentAccess::Read {
+                    existing.access = table.access;
+                }
+                if table.script.is_some() {
+                    existing.script = table.script;
+                }
+            }
+            None => {
+                self.programs.insert(key, table);
+            }
+        }
+        Ok(())
+    }
+
+    /// The table for a program identity, if any.
+    pub(crate) fn get(&self, identity: &str) -> Option<&ProgramRules> {
+        self.programs.get(identity)
+    }
+
+    /// Every table.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &ProgramRules> {
+        self.programs.values()
+    }
+}
+
+fn validate_spelling(program: &str, option: &str) -> Result<(), ShellError> {
+    let ok = match Spelling::parse(option) {
+        Some(Spelling::Short(c)) => c != '-',
+        Some(Spelling::Long { name, .. }) => !name.is_empty(),
+        Some(Spelling::Word(_)) | Some(Spelling::Switch(_)) => true,
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ShellError::Config {
+            message: format!(
+                "rule `{option}` for `{program}` is not an option spelling \
+                 (\"-C\", \"--long\", \"--long*\", \"-word\" or \"/S*\")"
+            ),
+        })
+    }
+}
+
+/// A rule's option spelling, parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spelling<'a> {
+    /// `-C`
+    Short(char),
+    /// `--name` or `--name*`
+    Long { name: &'a str, any_suffix: bool },
+    /// `-exec`
+    Word(&'a str),
+    /// `/O*`: a Windows switch prefix (the text after `/`, without `*`).
+    Switch(&'a str),
+}
+
+impl<'a> Spelling<'a> {
+    pub(crate) fn parse(option: &'a str) -> Option<Self> {
+        if let Some(long) = option.strip_prefix("--") {
+            return Some(match long.strip_suffix('*') {
+                Some(name) => Spelling::Long {
+                    name,
+                    any_suffix: true,
+                },
+                None => Spelling::Long {
+                    name: long,
+                    any_suffix: false,
+                },
+            });
+        }
+        if let Some(short) = option.strip_prefix('-') {
+            let mut chars = short.chars();
+            return match (chars.next(), chars.next()) {
+                (Some(c), None) => Some(Spelling::Short(c)),
+                (Some(_), Some(_)) => Some(Spelling::Word(option)),
+                (None, _) => None,
+            };
+        }
+        if let Some(switch) = option.strip_prefix('/') {
+            let prefix = switch.strip_suffix('*').unwrap_or(switch);
+            if !prefix.is_empty() {
+                return Some(Spelling::Switch(prefix));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_tables_parse_and_every_spelling_is_valid() {
+        let set = RuleSet::defaults().unwrap();
+        assert!(set.get("file").is_some());
+        assert!(set.get("sort").is_some());
+        assert!(
+            set.tables()
+                .all(|t| t.refuse.iter().all(|r| !r.reason.is_empty()))
+        );
+    }
+
+    #[test]
+    fn host_rules_extend_an_existing_table() {
+        let mut set = RuleSet::defaults().unwrap();
+        let before = set.get("wc").unwrap().refuse.len();
+        set.add(ProgramRules::new("WC.EXE").refuse("-L", "test"))
+            .unwrap();
+        assert_eq!(set.get("wc").unwrap().refuse.len(), before + 1);
+    }
+
+    #[test]
+    fn a_bad_spelling_is_a_config_error() {
+        let mut set = RuleSet::default();
+        let err = set
+            .add(ProgramRules::new("x").refuse("C", "no dash"))
+            .unwrap_err();
+        assert_eq!(err.rule(), "config");
+        let err = set
+            .add(ProgramRules::new("x").refuse("--", "no name"))
+            .unwrap_err();
+        assert_eq!(err.rule(), "config");
+    }
+}

@@ -1,0 +1,393 @@
+//! Judging one command: the pipeline of SPEC §2.3–§2.6.
+//!
+//! Order matters for cost: everything that needs no file system comes
+//! first (splitting, lengths, the program, launchers, options, scripts,
+//! variables), then the budget is computed from the spellings alone, and
+//! only a command within budget has its paths looked up.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
+
+use crate::cluster::{Conditions, path_spellings, refused};
+use crate::env::{check_agent_variable, child_environment};
+use crate::error::ShellError;
+use crate::identity::{identity, is_bare};
+use crate::launcher::{Launch, launch};
+use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, ShellPolicy, normalize};
+use crate::program::find_in_path;
+use crate::request::{Command, CommandRequest, ValidatedCommand};
+use crate::rules::{ArgumentAccess, Arguments};
+use crate::{script, tokenize};
+
+/// How deep launchers may nest (`nice timeout 5 env cat`).
+const MAX_LAUNCHER_DEPTH: usize = 4;
+
+/// Which program one part of argv runs.
+#[derive(Debug)]
+enum Target {
+    /// An allowed bare name, to look up in `PATH`.
+    Name(String),
+    /// A host-listed absolute path.
+    Path(PathBuf),
+}
+
+/// One program in argv: the outer launchers, then the program that does the
+/// work (the last segment).
+#[derive(Debug)]
+struct Segment {
+    start: usize,
+    end: usize,
+    identity: String,
+    target: Target,
+}
+
+pub(crate) fn validate(
+    policy: &ShellPolicy,
+    fs: &dyn FileSystem,
+    request: &CommandRequest,
+) -> Result<ValidatedCommand, ShellError> {
+    let mut argv = match &request.command {
+        Command::Argv(argv) => argv.clone(),
+        Command::Line(line) => tokenize::split(line)?,
+    };
+    if argv.is_empty() {
+        return Err(ShellError::EmptyCommand);
+    }
+    for (index, arg) in argv.iter().enumerate() {
+        if arg.contains('\0') {
+            return Err(ShellError::Nul { index });
+        }
+        // Count characters only as far as the limit: bounded work.
+        let length = arg.chars().take(MAX_ARGUMENT_CHARS + 1).count();
+        if length > MAX_ARGUMENT_CHARS {
+            return Err(ShellError::ArgumentTooLong {
+                index,
+                length: arg.chars().count(),
+                limit: MAX_ARGUMENT_CHARS,
+            });
+        }
+    }
+
+    let when = Conditions {
+        path_policy: policy.paths.is_some(),
+        windows: policy.windows_rules,
+    };
+    let mut segments = Vec::new();
+    judge_programs(policy, &argv, 0, 0, &mut segments)?;
+    for segment in &segments {
+        judge_options(policy, &argv, segment, when)?;
+    }
+
+    if !request.env.is_empty() && !policy.agent_environment {
+        let name = request.env.keys().next().cloned().unwrap_or_default();
+        return Err(ShellError::EnvVar {
+            name,
+            reason: "this policy does not let a command's variables be chosen; the command runs \
+                     with the host's chosen environment"
+                .to_owned(),
+        });
+    }
+    for (name, value) in &request.env {
+        check_agent_variable(name, value)?;
+    }
+
+    let cwd_spelling = request.cwd.as_deref().unwrap_or(".");
+    let (cwd, lookups) = match &policy.paths {
+        Some(paths) => {
+            let work = segments.last().ok_or(ShellError::EmptyCommand)?;
+            judge_paths(policy, paths, fs, &argv, work, cwd_spelling, when)?
+        }
+        None => (normalize(&policy.working_directory.join(cwd_spelling)), 0),
+    };
+
+    let env = child_environment(
+        std::env::vars_os(),
+        &policy.inherit,
+        &policy.environment,
+        &request.env,
+        cfg!(windows),
+    );
+    let path_var = env
+        .iter()
+        .rev()
+        .find(|(name, _)| {
+            if cfg!(windows) {
+                name.eq_ignore_ascii_case("PATH")
+            } else {
+                name == "PATH"
+            }
+        })
+        .map(|(_, value)| value.as_os_str());
+    let mut program = PathBuf::new();
+    for (i, segment) in segments.iter().enumerate() {
+        let resolved = match &segment.target {
+            Target::Name(name) => find_in_path(name, path_var)?,
+            Target::Path(path) => path.clone(),
+        };
+        let word = argv
+            .get_mut(segment.start)
+            .ok_or(ShellError::EmptyCommand)?;
+        if i == 0 {
+            *word = match &segment.target {
+                Target::Name(name) => name.clone(),
+                Target::Path(path) => path.to_string_lossy().into_owned(),
+            };
+            program = resolved;
+        } else {
+            // The launcher must not search for its inner program again.
+            *word = resolved.to_string_lossy().into_owned();
+        }
+    }
+
+    let requested = request.timeout_ms.map(Duration::from_millis);
+    let timeout = requested.map_or(policy.timeout, |t| t.min(policy.timeout));
+    Ok(ValidatedCommand {
+        program,
+        argv,
+        cwd,
+        env,
+        lookups,
+        timeout,
+    })
+}
+
+/// Identify the program at `argv[start]`, unwrapping launchers.
+fn judge_programs(
+    policy: &ShellPolicy,
+    argv: &[String],
+    start: usize,
+    depth: usize,
+    out: &mut Vec<Segment>,
+) -> Result<(), ShellError> {
+    let word = argv.get(start).ok_or(ShellError::EmptyCommand)?;
+    if is_assignment(word) {
+        return Err(ShellError::Assignment {
+            argument: word.clone(),
+        });
+    }
+    let id = identity(word);
+    let target = if is_bare(word) {
+        match policy
+            .allowed
+            .iter()
+            .find(|name| !word.is_empty() && identity(name) == id)
+        {
+            Some(name) => Target::Name(name.clone()),
+            None => return Err(not_allowed(policy, word)),
+        }
+    } else if policy
+        .programs
+        .iter()
+        .any(|p| p.as_os_str() == word.as_str())
+    {
+        Target::Path(PathBuf::from(word))
+    } else if policy.allowed.iter().any(|name| identity(name) == id) {
+        return Err(ShellError::ProgramPath {
+            program: word.clone(),
+            name: id,
+        });
+    } else {
+        return Err(not_allowed(policy, word));
+    };
+    let rest = argv.get(start..).unwrap_or_default();
+    match launch(&id, rest, policy.unwrap_launchers) {
+        Launch::NotALauncher => out.push(Segment {
+            start,
+            end: argv.len(),
+            identity: id,
+            target,
+        }),
+        Launch::Refused(reason) => {
+            return Err(ShellError::Launcher {
+                program: id,
+                reason,
+            });
+        }
+        Launch::NoCommand { assignments } => {
+            check_assignments(&assignments)?;
+            out.push(Segment {
+                start,
+                end: argv.len(),
+                identity: id,
+                target,
+            });
+        }
+        Launch::Inner {
+            start: inner,
+            assignments,
+        } => {
+            check_assignments(&assignments)?;
+            if depth >= MAX_LAUNCHER_DEPTH {
+                return Err(ShellError::Launcher {
+                    program: id,
+                    reason: format!(
+                        "launchers nest more than {MAX_LAUNCHER_DEPTH} deep; give the inner \
+                         command directly"
+                    ),
+                });
+            }
+            out.push(Segment {
+                start,
+                end: start + inner,
+                identity: id,
+                target,
+            });
+            judge_programs(policy, argv, start + inner, depth + 1, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_assignments(assignments: &[(&str, &str)]) -> Result<(), ShellError> {
+    assignments
+        .iter()
+        .try_for_each(|(name, value)| check_agent_variable(name, value))
+}
+
+/// `NAME=value`, as a shell would read it before a command.
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            let mut chars = name.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+fn not_allowed(policy: &ShellPolicy, word: &str) -> ShellError {
+    let mut allowed = policy.allowed.clone();
+    allowed.extend(policy.programs.iter().map(|p| p.display().to_string()));
+    ShellError::NotAllowedProgram {
+        program: word.to_owned(),
+        allowed,
+    }
+}
+
+fn judge_options(
+    policy: &ShellPolicy,
+    argv: &[String],
+    segment: &Segment,
+    when: Conditions,
+) -> Result<(), ShellError> {
+    let Some(rules) = policy.rules.get(&segment.identity) else {
+        return Ok(());
+    };
+    let args = argv.get(segment.start + 1..segment.end).unwrap_or_default();
+    for (i, arg) in args.iter().enumerate() {
+        if let Some(rule) = refused(rules, arg, rules.bundled_first && i == 0, when) {
+            return Err(ShellError::RefusedOption {
+                program: segment.identity.clone(),
+                argument: arg.clone(),
+                option: rule.option.clone(),
+                reason: rule.reason.clone(),
+            });
+        }
+    }
+    if let Some(language) = rules.script {
+        for text in script::scripts(language, args) {
+            if let Some(reason) = script::refusal(language, text) {
+                return Err(ShellError::RefusedScript {
+                    program: segment.identity.clone(),
+                    script: text.to_owned(),
+                    reason: reason.to_owned(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The working directory and every path-like part of the working program's
+/// arguments, judged under one budget. Returns the real working directory
+/// and the lookups spent.
+fn judge_paths(
+    policy: &ShellPolicy,
+    paths: &PathPolicy,
+    fs: &dyn FileSystem,
+    argv: &[String],
+    work: &Segment,
+    cwd_spelling: &str,
+    when: Conditions,
+) -> Result<(PathBuf, u64), ShellError> {
+    let rules = policy.rules.get(&work.identity);
+    let text = rules.is_some_and(|r| r.arguments == Arguments::Text);
+    let access = match rules.map(|r| r.access) {
+        Some(ArgumentAccess::Write) => Access::Write,
+        Some(ArgumentAccess::List) => Access::List,
+        _ => Access::Read,
+    };
+    // Every distinct spelling once, with the argument it came from.
+    let mut seen = HashSet::new();
+    let mut spellings: Vec<(&str, &str)> = Vec::new();
+    let mut parts = Vec::new();
+    let mut cost = paths.spelled_cost(cwd_spelling);
+    if !text {
+        let bundled = rules.is_some_and(|r| r.bundled_first);
+        let args = argv.get(work.start + 1..work.end).unwrap_or_default();
+        for (i, arg) in args.iter().enumerate() {
+            parts.clear();
+            path_spellings(rules, arg, bundled && i == 0, when, &mut parts);
+            for part in parts.drain(..) {
+                if seen.insert(part) {
+                    cost = cost.saturating_add(paths.spelled_cost(part));
+                    if cost > LOOKUP_BUDGET {
+                        return Err(ShellError::TooCostly {
+                            bound: cost,
+                            budget: LOOKUP_BUDGET,
+                        });
+                    }
+                    spellings.push((arg.as_str(), part));
+                }
+            }
+        }
+    }
+
+    let mut budget = Budget::new(LOOKUP_BUDGET);
+    let base: &Path = &policy.working_directory;
+    let cwd = paths
+        .check_within(fs, base, cwd_spelling, Access::List, &mut budget)
+        .map_err(|source| match source {
+            PathError::TooCostly { .. } => too_costly(&budget),
+            source if source.is_refusal() => ShellError::WorkingDirectory {
+                cwd: PathBuf::from(cwd_spelling),
+                source: Box::new(source),
+            },
+            source => ShellError::PathIo {
+                spelling: cwd_spelling.to_owned(),
+                source: Box::new(source),
+            },
+        })?
+        .location()
+        .to_path_buf();
+    for (argument, spelling) in spellings {
+        paths
+            .check_within(fs, &cwd, spelling, access, &mut budget)
+            .map_err(|source| match source {
+                PathError::TooCostly { .. } => too_costly(&budget),
+                source if source.is_refusal() => ShellError::Path {
+                    argument: argument.to_owned(),
+                    spelling: spelling.to_owned(),
+                    source: Box::new(source),
+                },
+                source => ShellError::PathIo {
+                    spelling: spelling.to_owned(),
+                    source: Box::new(source),
+                },
+            })?;
+    }
+    Ok((cwd, budget.spent()))
+}
+
+fn too_costly(budget: &Budget) -> ShellError {
+    ShellError::TooCostly {
+        bound: budget.spent().max(budget.limit().saturating_add(1)),
+        budget: LOOKUP_BUDGET,
+    }
+}
