@@ -250,7 +250,7 @@ impl Checked {
 
 impl PathPolicy {
     /// Lookups a check may spend following links, beyond the spelled cost.
-    pub const LINK_ALLOWANCE: u64 = 64;
+    pub const LINK_ALLOWANCE: u64 = 128;
 
     /// At most this many links are followed in one reading.
     pub const MAX_LINKS: u32 = 40;
@@ -336,7 +336,14 @@ impl PathPolicy {
             rules.judge(spelling, Reading::Lexical, &lexical(&base, windows), access)?;
         }
         let aliases = self.inner.rules.aliases();
-        let mut resolver = Resolver::new(fs, budget, spelling, aliases, readings.windows.is_some());
+        let mut resolver = Resolver::new(
+            rules,
+            fs,
+            budget,
+            spelling,
+            aliases,
+            readings.windows.is_some(),
+        );
         let posix = resolver.posix(&base, &readings.posix, follow)?;
         let root = rules.judge(spelling, Reading::Posix, &posix.location, access)?;
         let windows = match &readings.windows {

@@ -8,6 +8,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use crate::location::Location;
+use crate::rules::Rules;
 use crate::spelling::{Part, Spelled, split_posix, split_windows};
 use crate::{Budget, EntryKind, FileSystem, PathError, PathPolicy, Reading};
 
@@ -72,6 +73,7 @@ fn owned_steps(parts: &[Part<'_>]) -> Vec<Step<'static>> {
 
 /// Walks readings for one check, counting and memoizing lookups.
 pub(crate) struct Resolver<'a> {
+    rules: &'a Rules,
     fs: &'a dyn FileSystem,
     budget: &'a mut Budget,
     spelling: &'a str,
@@ -83,6 +85,7 @@ pub(crate) struct Resolver<'a> {
 
 impl<'a> Resolver<'a> {
     pub(crate) fn new(
+        rules: &'a Rules,
         fs: &'a dyn FileSystem,
         budget: &'a mut Budget,
         spelling: &'a str,
@@ -90,6 +93,7 @@ impl<'a> Resolver<'a> {
         memoize: bool,
     ) -> Self {
         Resolver {
+            rules,
             fs,
             budget,
             spelling,
@@ -210,6 +214,8 @@ impl<'a> Resolver<'a> {
                 None => missing_from = Some(current.depth()),
                 Some(EntryKind::Symlink) if follow == Follow::NotLast && stack.is_empty() => {}
                 Some(EntryKind::Symlink) => {
+                    self.rules
+                        .judge_link(self.spelling, Reading::Posix, &current)?;
                     let target = self.read_link(&current)?;
                     if target.is_empty() {
                         missing_from = Some(current.depth());
@@ -287,6 +293,8 @@ impl<'a> Resolver<'a> {
                     index += 1;
                 }
                 Some(EntryKind::Symlink) => {
+                    self.rules
+                        .judge_link(self.spelling, Reading::Windows, &current)?;
                     let target = self.read_link(&current)?;
                     if target.is_empty() {
                         missing_from = Some(index + 1);

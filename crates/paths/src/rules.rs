@@ -241,6 +241,26 @@ impl Rules {
         protected
     }
 
+    /// A link about to be followed inside a blocked entry (`/proc/self/root`,
+    /// `/proc/self/fd/N`): its target is not what `readlink` says, so the
+    /// spelling is refused wherever it would land.
+    pub(crate) fn judge_link(
+        &self,
+        spelling: &str,
+        reading: Reading,
+        link: &Location,
+    ) -> Result<(), PathError> {
+        match self.blocking_entry(link, Access::Read) {
+            Some((entry, EntryKind::Blocked)) => Err(PathError::Blocked {
+                spelling: spelling.to_owned(),
+                reading,
+                location: link.as_path().to_path_buf(),
+                entry: entry.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Judge one reading's location; returns the index of its root.
     pub(crate) fn judge(
         &self,

@@ -1,0 +1,2 @@
+//! Decisions per second against `std::fs::canonicalize` (being written).
+fn main() {}
