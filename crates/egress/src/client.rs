@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 use url::{Position, Url};
 
-use crate::error::{EgressError, HeaderRule, Phase, RedirectRule};
+use crate::error::{EgressError, Phase, RedirectRule};
 use crate::headers::{CREDENTIALS, caller_header, head_size};
 use crate::policy::{EgressPolicy, Target, UrlVerdict};
 use crate::resolve::DnsResolver;
@@ -435,9 +435,9 @@ impl Client {
         }
         let response = result.map_err(|e| {
             if e.is_parse() && e.to_string().contains("too large") {
-                EgressError::Header {
-                    name: "*".to_owned(),
-                    rule: HeaderRule::ResponseTooLarge(policy.max_header_bytes),
+                EgressError::ResponseHeadersTooLarge {
+                    url: verdict.url().to_owned(),
+                    max: policy.max_header_bytes,
                 }
             } else if e.is_timeout() {
                 EgressError::Timeout {
@@ -453,9 +453,9 @@ impl Client {
             }
         })?;
         if head_size(response.headers()) > policy.max_header_bytes {
-            return Err(EgressError::Header {
-                name: "*".to_owned(),
-                rule: HeaderRule::ResponseTooLarge(policy.max_header_bytes),
+            return Err(EgressError::ResponseHeadersTooLarge {
+                url: verdict.url().to_owned(),
+                max: policy.max_header_bytes,
             });
         }
         let hop = Hop {

@@ -144,9 +144,6 @@ pub enum HeaderRule {
     /// The name is not a valid HTTP token or the value is not a valid
     /// header value.
     Invalid,
-    /// The response headers were larger than `max_header_bytes`; the field
-    /// is that limit.
-    ResponseTooLarge(usize),
 }
 
 impl HeaderRule {
@@ -155,7 +152,6 @@ impl HeaderRule {
             HeaderRule::LineBreak => "header.line-break",
             HeaderRule::Reserved => "header.reserved",
             HeaderRule::Invalid => "header.invalid",
-            HeaderRule::ResponseTooLarge(_) => "size.headers",
         }
     }
 }
@@ -258,7 +254,8 @@ pub enum EgressError {
     },
     /// An address (literal or resolved) in a denied range.
     #[error(
-        "refused address {address} for `{host}`: it is in {range} ({label}), which the policy denies; only public addresses are reachable"
+        "refused address {address} for `{host}`: it is in {range} ({label}); {}",
+        address_help(rule)
     )]
     Address {
         /// The host as written in the URL (normalized).
@@ -283,7 +280,7 @@ pub enum EgressError {
         allowed: Vec<u16>,
     },
     /// A method the policy does not list.
-    #[error("refused method `{method}`: the policy allows only {allowed:?}")]
+    #[error("refused method `{method}`: the policy allows only {allowed:?}; use one of those")]
     Method {
         /// The refused method.
         method: String,
@@ -300,16 +297,28 @@ pub enum EgressError {
         /// The rule that stopped the chain.
         rule: RedirectRule,
     },
-    /// A caller header refused, or response headers over the limit.
+    /// A caller header refused.
     #[error("refused header `{name}`: {}", header_help(rule))]
     Header {
-        /// The header name (as given, or `*` for the whole response head).
+        /// The header name as given.
         name: String,
         /// The rule that refused it.
         rule: HeaderRule,
     },
+    /// Response headers larger than `max_header_bytes`.
+    #[error(
+        "refused the response of {url:?}: its headers exceed {max} bytes (max_header_bytes); ask a server that answers with a smaller head"
+    )]
+    ResponseHeadersTooLarge {
+        /// The URL that answered.
+        url: String,
+        /// The limit.
+        max: usize,
+    },
     /// A request body larger than `max_request_bytes`.
-    #[error("refused request body of {len} bytes: the policy sends at most {max} bytes")]
+    #[error(
+        "refused request body of {len} bytes: the policy sends at most {max} bytes; send a smaller body"
+    )]
     RequestTooLarge {
         /// The body's length.
         len: usize,
@@ -382,9 +391,16 @@ fn header_help(rule: &HeaderRule) -> String {
         HeaderRule::Invalid => {
             "not a valid HTTP header name or value; use token characters in names and visible ASCII in values".to_owned()
         }
-        HeaderRule::ResponseTooLarge(max) => {
-            format!("the response headers exceed {max} bytes (max_header_bytes); the response was not read")
+    }
+}
+
+fn address_help(rule: &AddressRule) -> &'static str {
+    match rule {
+        AddressRule::SpecialPurpose | AddressRule::NotGlobalUnicast => {
+            "only public addresses are reachable"
         }
+        AddressRule::DeniedCidr => "the policy's denied_cidrs exclude it; use another host",
+        AddressRule::OwnAddress => "this host is not reachable through its own addresses",
     }
 }
 
@@ -415,6 +431,7 @@ impl EgressError {
             EgressError::Method { .. } => "method",
             EgressError::Redirect { rule, .. } => rule.id(),
             EgressError::Header { rule, .. } => rule.id(),
+            EgressError::ResponseHeadersTooLarge { .. } => "size.headers",
             EgressError::RequestTooLarge { .. } => "size.request",
             EgressError::Timeout { phase, .. } => phase.id(),
             EgressError::Dns { .. } => "dns",

@@ -3,7 +3,10 @@
 #![allow(unreachable_pub)] // support items are `pub` for the test modules of this one binary
 
 mod e2e;
+mod knobs;
 mod limits;
+mod messages;
+mod proxy;
 mod support;
 mod tables;
 mod tls;
