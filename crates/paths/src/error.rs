@@ -42,6 +42,9 @@ pub enum Unjudgeable {
     ReservedName,
     /// `GIT~1`: a Windows 8.3 short name, resolved through a hidden table.
     ShortName,
+    /// `...`, `. .`, `:x`: Windows strips it to an empty name or a stream of
+    /// the directory.
+    EmptyName,
 }
 
 impl Unjudgeable {
@@ -54,6 +57,7 @@ impl Unjudgeable {
             Unjudgeable::Drive => "windows-drive",
             Unjudgeable::ReservedName => "windows-device",
             Unjudgeable::ShortName => "windows-short-name",
+            Unjudgeable::EmptyName => "windows-empty-name",
         }
     }
 
@@ -71,6 +75,9 @@ impl Unjudgeable {
                 "Windows reads a reserved device name (CON, NUL, COM1, ...) as a device"
             }
             Unjudgeable::ShortName => "Windows may read it as an 8.3 short name of another file",
+            Unjudgeable::EmptyName => {
+                "Windows strips a name made of dots, spaces or a stream to nothing"
+            }
         }
     }
 }

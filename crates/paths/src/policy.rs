@@ -342,11 +342,19 @@ impl PathPolicy {
             budget,
             spelling,
             aliases,
-            readings.windows.is_some(),
+            readings.windows.is_some() || aliases,
         );
         let posix = resolver.posix(&base, &readings.posix, follow)?;
         let root = rules.judge(spelling, Reading::Posix, &posix.location, access)?;
-        let windows = match &readings.windows {
+        // Where Windows rules apply, a link's target reads differently
+        // (backslashes, aliases), so the Windows reading runs whenever a
+        // link was met, even for a spelling that reads the same.
+        let windows_spelled = match (&readings.windows, aliases && posix.links > 0) {
+            (Some(windows), _) => Some(windows),
+            (None, true) => Some(&readings.posix),
+            (None, false) => None,
+        };
+        let windows = match windows_spelled {
             Some(windows) => {
                 let outcome = resolver.windows(&base, windows, follow)?;
                 rules.judge(spelling, Reading::Windows, &outcome.location, access)?;

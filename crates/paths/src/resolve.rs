@@ -30,6 +30,8 @@ pub(crate) struct Outcome {
     /// Depth of the first component that does not exist yet (the first
     /// name a write would create), if any.
     pub(crate) missing_from: Option<usize>,
+    /// Links followed on the way.
+    pub(crate) links: usize,
 }
 
 /// The lexical reading: `base` joined with the spelling, `..` popped.
@@ -244,6 +246,7 @@ impl<'a> Resolver<'a> {
             location: current,
             kind: if missing_from.is_some() { None } else { kind },
             missing_from,
+            links: followed.len(),
         })
     }
 
@@ -351,6 +354,7 @@ impl<'a> Resolver<'a> {
             location,
             kind: if missing_from.is_some() { None } else { kind },
             missing_from,
+            links: followed.len(),
         })
     }
 

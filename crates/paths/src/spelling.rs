@@ -76,10 +76,7 @@ pub(crate) fn split_windows(spelling: &str) -> Result<Spelled<'_>, Unjudgeable> 
             b"" => {
                 // `...`, `. .`, `:x`: Windows strips it to nothing or to a
                 // stream of the directory; neither is a name we can judge.
-                if raw.iter().all(|b| *b == b'.') && raw.len() <= 2 {
-                    continue;
-                }
-                return Err(Unjudgeable::ReservedName);
+                return Err(Unjudgeable::EmptyName);
             }
             _ => parts.push(Part::Name(name)),
         }
@@ -114,27 +111,35 @@ pub(crate) fn unjudgeable(spelling: &str, windows: bool) -> Option<Unjudgeable> 
     None
 }
 
-/// A name as Windows opens it: a `:stream` suffix and trailing dots and
-/// spaces dropped (`.env::$DATA` and `.env. ` are `.env`). `.` and `..`
-/// are kept.
-pub(crate) fn windows_alias_of(name: &[u8]) -> &[u8] {
-    if name == b"." || name == b".." {
-        return name;
-    }
-    let end = name.iter().position(|b| *b == b':').unwrap_or(name.len());
-    let mut name = name.get(..end).unwrap_or(name);
-    while let Some((last, rest)) = name.split_last() {
-        if *last == b'.' || *last == b' ' {
-            name = rest;
+/// `text` without trailing bytes from `what`.
+fn trim_end<'t>(mut text: &'t [u8], what: &[u8]) -> &'t [u8] {
+    while let Some((last, rest)) = text.split_last() {
+        if what.contains(last) {
+            text = rest;
         } else {
             break;
         }
     }
-    if name == b"." || name == b".." || name.is_empty() {
-        // `... ` and friends: not the directory links; report as empty.
-        return b"";
+    text
+}
+
+/// A name as Windows opens it: a `:stream` suffix and trailing dots and
+/// spaces dropped (`.env::$DATA` and `.env. ` are `.env`). `.` and `..`
+/// are kept.
+pub(crate) fn windows_alias_of(name: &[u8]) -> &[u8] {
+    let end = name.iter().position(|b| *b == b':').unwrap_or(name.len());
+    let bare = name.get(..end).unwrap_or(name);
+    let stripped = trim_end(bare, b". ");
+    if !stripped.is_empty() {
+        return stripped;
     }
-    name
+    // Nothing but dots and spaces: `. ` is `.` and `.. ` is `..`; anything
+    // else (`...`, `. .`) has no name left.
+    match trim_end(bare, b" ") {
+        b"." => b".",
+        b".." => b"..",
+        _ => b"",
+    }
 }
 
 const DEVICES: [&str; 6] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];

@@ -16,6 +16,8 @@ use serde::Deserialize;
 pub(crate) struct Corpus {
     #[allow(dead_code)]
     pub(crate) guards: String,
+    /// The base for cases that name none (default `/r`).
+    pub(crate) base: Option<String>,
     pub(crate) fs: Tree,
     pub(crate) policies: BTreeMap<String, PathPolicyConfig>,
     #[serde(rename = "case")]
@@ -48,8 +50,7 @@ pub(crate) struct Case {
     pub(crate) location: Option<String>,
     /// For allowed cases: the Windows-reading location.
     pub(crate) windows: Option<String>,
-    #[serde(default = "default_base")]
-    pub(crate) base: String,
+    pub(crate) base: Option<String>,
     #[serde(default = "default_policy")]
     pub(crate) policy: String,
     /// Only meaningful on the simulated tree (it spells `/proc`).
@@ -58,8 +59,13 @@ pub(crate) struct Case {
     pub(crate) guards: String,
 }
 
-fn default_base() -> String {
-    "/r".to_owned()
+impl Case {
+    pub(crate) fn base<'c>(&'c self, corpus: &'c Corpus) -> &'c str {
+        self.base
+            .as_deref()
+            .or(corpus.base.as_deref())
+            .unwrap_or("/r")
+    }
 }
 
 fn default_policy() -> String {
@@ -150,7 +156,8 @@ pub(crate) fn run(corpus: &Corpus, fs: &dyn FileSystem, lookups: Option<&SimFs>)
         if let Some(sim) = lookups {
             sim.reset_lookups();
         }
-        let result = policy.check_on(fs, Path::new(&case.base), &case.spelling, case.access);
+        let base = case.base(corpus);
+        let result = policy.check_on(fs, Path::new(base), &case.spelling, case.access);
         let mut problem = None;
         match (&result, case.expect.as_str()) {
             (Ok(checked), "allow") => {
@@ -215,7 +222,7 @@ pub(crate) fn run(corpus: &Corpus, fs: &dyn FileSystem, lookups: Option<&SimFs>)
         if let Some(problem) = problem {
             failures.push(format!(
                 "{:?} {:?} from {} [{}]: {problem}\n    guards: {}",
-                case.spelling, case.access, case.base, case.policy, case.guards
+                case.spelling, case.access, base, case.policy, case.guards
             ));
         }
     }
@@ -324,8 +331,11 @@ fn posix_corpus_agrees_on_a_real_tree() {
         } else {
             case.spelling.clone()
         };
-        let result =
-            policies[&case.policy].check(Path::new(&moved(&case.base)), &spelling, case.access);
+        let result = policies[&case.policy].check(
+            Path::new(&moved(case.base(&corpus))),
+            &spelling,
+            case.access,
+        );
         let outcome = match &result {
             Ok(_) => "allow",
             Err(e) => e.rule(),
