@@ -144,6 +144,15 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// What the limit counts.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Bound::PatchBytes | Bound::TargetBytes => "bytes",
+            Bound::Files => "files",
+            Bound::Hunks => "hunks",
+        }
+    }
+
     /// The configuration key, which is also the rule id.
     pub fn key(self) -> &'static str {
         match self {
@@ -325,7 +334,7 @@ pub enum PatchError {
         lines: Vec<usize>,
     },
     /// A limit of the configuration was exceeded.
-    #[error("refused ({}): {actual} exceeds the limit of {limit}{}", .bound.key(), bound_subject(path.as_deref()))]
+    #[error("refused ({}): {actual} {unit}, more than the limit of {limit}{}", .bound.key(), bound_subject(path.as_deref()), unit = .bound.unit())]
     Bound {
         /// Which limit.
         bound: Bound,

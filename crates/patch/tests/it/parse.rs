@@ -1,0 +1,72 @@
+//! The parse corpus (`tests/corpus/parse.toml`): input, expected outcome
+//! (`ok` or a rule id), the line the error names, and why.
+
+use agentcaps_patch::{Format, Patch, PatchError};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Corpus {
+    case: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    input: String,
+    /// `"ok"` or the rule id of the error.
+    expect: String,
+    /// For `ok`: the number of file sections; for errors: the line named.
+    files: Option<usize>,
+    line: Option<usize>,
+    format: Option<String>,
+    #[allow(dead_code)]
+    why: String,
+}
+
+fn error_line(e: &PatchError) -> Option<usize> {
+    match e {
+        PatchError::Parse { line, .. }
+        | PatchError::HeaderCounts { line, .. }
+        | PatchError::Unsupported { line, .. } => Some(*line),
+        _ => None,
+    }
+}
+
+#[test]
+fn parse_corpus() {
+    let text = include_str!("../corpus/parse.toml");
+    let corpus: Corpus = toml::from_str(text).unwrap_or_else(|e| panic!("parse.toml: {e}"));
+    assert!(corpus.case.len() >= 25, "the corpus shrank");
+    let mut failures = Vec::new();
+    for case in &corpus.case {
+        let got = Patch::parse(&case.input);
+        let ok = match (&got, case.expect.as_str()) {
+            (Ok(p), "ok") => {
+                let format_ok = match case.format.as_deref() {
+                    Some("envelope") => p.format() == Format::Envelope,
+                    Some("unified") => p.format() == Format::Unified,
+                    _ => true,
+                };
+                format_ok && case.files.is_none_or(|n| p.file_count() == n)
+            }
+            (Err(e), rule) => {
+                e.rule() == rule && case.line.is_none_or(|l| error_line(e) == Some(l))
+            }
+            (Ok(_), _) => false,
+        };
+        if !ok {
+            failures.push(format!(
+                "{}: got {:?}",
+                case.name,
+                got.map(|p| p.file_count()).map_err(|e| format!(
+                    "{} at {:?}: {e}",
+                    e.rule(),
+                    error_line(&e)
+                ))
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -1,0 +1,253 @@
+//! Snapshots of refusal and failure messages: they are an interface to
+//! models and change only on purpose.
+
+use agentcaps_patch::{ApplyOptions, Patch, PatchError, PatchPolicyConfig};
+
+use crate::support::Sandbox;
+
+/// Applies `patch` on a tree of `files` and returns the error.
+fn refusal(files: &[(&str, &str)], patch: &str, config: PatchPolicyConfig) -> PatchError {
+    let sandbox = Sandbox::new();
+    for (name, content) in files {
+        let path = sandbox.root.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap_or_else(|e| panic!("mkdir: {e}"));
+        }
+        std::fs::write(path, content).unwrap_or_else(|e| panic!("write: {e}"));
+    }
+    let patcher = sandbox.patcher(config);
+    let result = patcher
+        .parse(patch)
+        .and_then(|p| patcher.apply(&p, &sandbox.root, ApplyOptions::default()));
+    match result {
+        Ok(report) => panic!("expected a refusal, got {report:?}"),
+        Err(e) => e,
+    }
+}
+
+/// The message with the sandbox's temporary path replaced.
+fn message(e: &PatchError) -> String {
+    let text = format!("{} [rule: {}, refusal: {}]", e, e.rule(), e.is_refusal());
+    let tmp = std::env::temp_dir()
+        .canonicalize()
+        .unwrap_or_default()
+        .display()
+        .to_string();
+    regex_lite(&text, &tmp)
+}
+
+fn regex_lite(text: &str, tmp: &str) -> String {
+    // Temporary directories look like <tmp>/.tmpXXXXXX/root.
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(tmp) {
+        out.push_str(&rest[..i]);
+        out.push_str("[TMP]");
+        let after = &rest[i + tmp.len()..];
+        let skip = after
+            .strip_prefix('/')
+            .map_or(0, |a| 1 + a.find('/').unwrap_or(a.len()));
+        rest = &after[skip..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn parse_error(patch: &str) -> String {
+    match Patch::parse(patch) {
+        Ok(p) => panic!("expected a parse error, got {p:?}"),
+        Err(e) => message(&e),
+    }
+}
+
+#[test]
+fn dot_dot() {
+    let e = refusal(
+        &[],
+        "*** Begin Patch\n*** Add File: ../x\n+x\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn absolute() {
+    let e = refusal(
+        &[],
+        "*** Begin Patch\n*** Add File: /etc/cron.d/x\n+x\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn symlink_written_through() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.root.join("real.txt"), "a\n").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink("real.txt", sandbox.root.join("alias.txt"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let patcher = sandbox.patcher(PatchPolicyConfig::default());
+    let patch =
+        Patch::parse("*** Begin Patch\n*** Update File: alias.txt\n@@\n-a\n+b\n*** End Patch\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+    let e = patcher
+        .apply(&patch, &sandbox.root, ApplyOptions::default())
+        .err()
+        .unwrap_or_else(|| panic!("applied"));
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn outside_roots_through_link() {
+    let sandbox = Sandbox::new();
+    std::os::unix::fs::symlink("../outside", sandbox.root.join("out"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let patcher = sandbox.patcher(PatchPolicyConfig::default());
+    let patch =
+        Patch::parse("--- a/out/secret.txt\n+++ b/out/secret.txt\n@@ -1 +1 @@\n-secret\n+pwned\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+    let e = patcher
+        .apply(&patch, &sandbox.root, ApplyOptions::default())
+        .err()
+        .unwrap_or_else(|| panic!("applied"));
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn write_protected() {
+    let e = refusal(
+        &[],
+        "*** Begin Patch\n*** Add File: .bashrc\n+x\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn not_portable() {
+    let e = refusal(
+        &[],
+        "*** Begin Patch\n*** Add File: con.txt\n+x\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn one_fate() {
+    let e = refusal(
+        &[("a", "a\n")],
+        "*** Begin Patch\n*** Delete File: a\n*** Add File: a\n+b\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn no_match_with_closest_candidate() {
+    let e = refusal(
+        &[("c.txt", "zero\none\ntwo!\nthree\n")],
+        "--- a/c.txt\n+++ b/c.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn ambiguous() {
+    let e = refusal(
+        &[("r.txt", "a\nctx\nb\nx\nb\nctx\nc\n")],
+        "--- a/r.txt\n+++ b/r.txt\n@@ -4 +4 @@\n-ctx\n+CTX\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn exists() {
+    let e = refusal(
+        &[("x.txt", "x\n")],
+        "*** Begin Patch\n*** Add File: x.txt\n+y\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn content_differs() {
+    let e = refusal(
+        &[("x.txt", "x\ny\n")],
+        "--- a/x.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn bound_files() {
+    let config = PatchPolicyConfig {
+        max_files: 1,
+        ..PatchPolicyConfig::default()
+    };
+    let e = refusal(
+        &[],
+        "*** Begin Patch\n*** Add File: a\n+a\n*** Add File: b\n+b\n*** End Patch\n",
+        config,
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn bound_target_bytes() {
+    let config = PatchPolicyConfig {
+        max_target_bytes: 4,
+        ..PatchPolicyConfig::default()
+    };
+    let e = refusal(
+        &[("x.txt", "0123456789\n")],
+        "--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-0123456789\n+0\n",
+        config,
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn parse_errors() {
+    insta::assert_snapshot!(parse_error("@@ -1 +1 @@\n-a\n+b\n"));
+}
+
+#[test]
+fn header_counts() {
+    insta::assert_snapshot!(parse_error(
+        "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n c\n"
+    ));
+}
+
+#[test]
+fn ed_script() {
+    insta::assert_snapshot!(parse_error("3c\npwned\n.\n"));
+}
+
+#[test]
+fn mode_change() {
+    insta::assert_snapshot!(parse_error(
+        "diff --git a/x b/x\nold mode 100644\nnew mode 100755\n"
+    ));
+}
+
+#[test]
+fn symlink_in_patch() {
+    insta::assert_snapshot!(parse_error(
+        "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n"
+    ));
+}
+
+#[test]
+fn unknown_header() {
+    insta::assert_snapshot!(parse_error("diff --git a/x b/x\nfrobnicate\n"));
+}
+
+#[test]
+fn envelope_missing_end() {
+    insta::assert_snapshot!(parse_error("*** Begin Patch\n*** Add File: a\n+a\n"));
+}
