@@ -248,6 +248,23 @@ impl Checked {
     }
 }
 
+/// The three locations of a spelling (SPEC §1.1), computed without judging
+/// them: for explaining a decision, and for testing the resolver against
+/// the kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The lexical location.
+    pub lexical: PathBuf,
+    /// The POSIX real location (links followed as met).
+    pub posix: PathBuf,
+    /// The Windows-reading location (`..` applied lexically first).
+    pub windows: PathBuf,
+    /// What is at the POSIX location, `None` when it does not exist.
+    pub kind: Option<EntryKind>,
+    /// Lookups made.
+    pub lookups: u64,
+}
+
 impl PathPolicy {
     /// Lookups a check may spend following links, beyond the spelled cost.
     pub const LINK_ALLOWANCE: u64 = 128;
@@ -380,6 +397,47 @@ impl PathPolicy {
             windows: windows.as_path().to_path_buf(),
             root,
             root_access,
+            kind: posix.kind,
+            lookups: resolver.lookups(),
+        })
+    }
+
+    /// Compute the lexical, POSIX and Windows locations of `spelling`
+    /// without judging them against roots or blocked entries.
+    ///
+    /// # Errors
+    ///
+    /// Spellings that cannot be judged, link loops, more than 40 links, a
+    /// spent budget, a link that lies inside a blocked entry (such as
+    /// `/proc/self/root`), and I/O; never a root refusal.
+    pub fn locate(
+        &self,
+        fs: &dyn FileSystem,
+        base: &Path,
+        spelling: &str,
+    ) -> Result<Located, PathError> {
+        let base = Location::from_absolute(base).ok_or_else(|| PathError::RelativeBase {
+            base: base.to_path_buf(),
+        })?;
+        let readings = self.spell(spelling)?;
+        let aliases = self.inner.rules.aliases();
+        let mut budget = Budget::new(self.cost_upper_bound(spelling));
+        let mut resolver =
+            Resolver::new(&self.inner.rules, fs, &mut budget, spelling, aliases, true);
+        let posix = resolver.posix(&base, &readings.posix, Follow::Last)?;
+        let windows = match &readings.windows {
+            Some(windows) => resolver.windows(&base, windows, Follow::Last)?.location,
+            None if aliases && posix.links > 0 => {
+                resolver
+                    .windows(&base, &readings.posix, Follow::Last)?
+                    .location
+            }
+            None => posix.location.clone(),
+        };
+        Ok(Located {
+            lexical: lexical(&base, &readings.posix).as_path().to_path_buf(),
+            posix: posix.location.as_path().to_path_buf(),
+            windows: windows.as_path().to_path_buf(),
             kind: posix.kind,
             lookups: resolver.lookups(),
         })

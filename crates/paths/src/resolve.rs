@@ -218,12 +218,8 @@ impl<'a> Resolver<'a> {
                 Some(EntryKind::Symlink) => {
                     self.rules
                         .judge_link(self.spelling, Reading::Posix, &current)?;
-                    let target = self.read_link(&current)?;
-                    if target.is_empty() {
-                        missing_from = Some(current.depth());
-                        kind = None;
-                        continue;
-                    }
+                    // A loop is the same link met with the same rest to
+                    // resolve: refused before reading it again.
                     let looped = followed
                         .iter()
                         .any(|(link, rest)| *link == current && *rest == stack);
@@ -231,6 +227,12 @@ impl<'a> Resolver<'a> {
                         return Err(self.too_many(Reading::Posix, looped.then_some(&current)));
                     }
                     followed.push((current.clone(), stack.clone()));
+                    let target = self.read_link(&current)?;
+                    if target.is_empty() {
+                        missing_from = Some(current.depth());
+                        kind = None;
+                        continue;
+                    }
                     let target = split_posix(&target);
                     current.pop();
                     if target.absolute {
@@ -298,12 +300,6 @@ impl<'a> Resolver<'a> {
                 Some(EntryKind::Symlink) => {
                     self.rules
                         .judge_link(self.spelling, Reading::Windows, &current)?;
-                    let target = self.read_link(&current)?;
-                    if target.is_empty() {
-                        missing_from = Some(index + 1);
-                        kind = None;
-                        break;
-                    }
                     let looped = followed
                         .iter()
                         .any(|(seen, at)| *at == index && *seen == names);
@@ -311,6 +307,12 @@ impl<'a> Resolver<'a> {
                         return Err(self.too_many(Reading::Windows, looped.then_some(&current)));
                     }
                     followed.push((names.clone(), index));
+                    let target = self.read_link(&current)?;
+                    if target.is_empty() {
+                        missing_from = Some(index + 1);
+                        kind = None;
+                        break;
+                    }
                     let target = self.split_target(&target)?;
                     let mut joined: Vec<Cow<'_, [u8]>> = if target.absolute {
                         Vec::new()

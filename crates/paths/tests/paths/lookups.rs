@@ -1,1 +1,144 @@
-//! (being written)
+//! Exact lookup counts on the simulated file system (SPEC §1.2), and the
+//! bound computed before any lookup.
+
+use std::path::Path;
+
+use agentcaps_paths::{Access, Budget, PathError, PathPolicy, SimFs};
+
+fn tree() -> SimFs {
+    let mut fs = SimFs::new();
+    fs.add_dir("/r/a/b/c")
+        .add_dir("/r/sub/deep")
+        .add_file("/r/a.txt")
+        .add_symlink("/r/lnk", "a.txt")
+        .add_symlink("/r/lnk_dir", "sub/deep")
+        .add_symlink("/r/self", "self");
+    fs
+}
+
+fn policy() -> PathPolicy {
+    PathPolicy::builder().allow("/r").build().unwrap()
+}
+
+/// Check `spelling` from `/r` and return the lookups the file system saw,
+/// asserting the check reported the same number and stayed under the bound.
+fn lookups(fs: &SimFs, spelling: &str) -> u64 {
+    let policy = policy();
+    fs.reset_lookups();
+    let result = policy.check_on(fs, Path::new("/r"), spelling, Access::Read);
+    let made = fs.lookups();
+    if let Ok(checked) = &result {
+        assert_eq!(checked.lookups(), made, "{spelling}: reported lookups");
+    }
+    assert!(
+        made <= policy.cost_upper_bound(spelling),
+        "{spelling}: {made} lookups over the bound"
+    );
+    made
+}
+
+#[test]
+fn missing_plain_name_costs_exactly_one_lookup() {
+    let fs = tree();
+    assert_eq!(lookups(&fs, "nothing-here"), 1);
+    assert_eq!(policy().spelled_cost("nothing-here"), 1);
+}
+
+#[test]
+fn existing_plain_file_or_directory_is_resolved_in_full_in_one_lookup() {
+    // Full resolution of a component is lstat, plus readlink only when it
+    // is a link: a file or directory needs the one lstat.
+    let fs = tree();
+    assert_eq!(lookups(&fs, "a.txt"), 1);
+    assert_eq!(lookups(&fs, "a"), 1);
+}
+
+#[test]
+fn existing_plain_link_is_resolved_in_full() {
+    // lstat lnk, readlink lnk, lstat a.txt.
+    let fs = tree();
+    assert_eq!(lookups(&fs, "lnk"), 3);
+}
+
+#[test]
+fn nested_path_costs_at_most_two_lookups_per_component() {
+    let fs = tree();
+    let policy = policy();
+    assert_eq!(policy.spelled_cost("a/b/c"), 6);
+    // No links: one lstat per component.
+    assert_eq!(lookups(&fs, "a/b/c"), 3);
+    // Beneath a missing name the rest is lexical: no lookup.
+    assert_eq!(lookups(&fs, "a/missing/c/d/e"), 2);
+    assert_eq!(lookups(&fs, "a/b/missing"), 3);
+}
+
+#[test]
+fn dot_dot_is_free_and_the_windows_reading_reuses_lookups() {
+    let fs = tree();
+    // POSIX: lstat a, lstat a.txt; Windows: /r/a.txt again, from the memo.
+    assert_eq!(lookups(&fs, "a/../a.txt"), 2);
+    // POSIX: lstat lnk_dir, readlink, lstat sub, lstat deep, lstat
+    // sub/x; Windows: lstat /r/x.
+    assert_eq!(lookups(&fs, "lnk_dir/../x"), 6);
+}
+
+#[test]
+fn a_loop_is_refused_before_the_link_is_read_twice() {
+    let fs = tree();
+    // lstat self, readlink self, lstat self: the same link with the same
+    // rest to resolve.
+    assert_eq!(lookups(&fs, "self"), 3);
+}
+
+#[test]
+fn cost_upper_bound_touches_nothing() {
+    let fs = tree();
+    let policy = policy();
+    fs.reset_lookups();
+    let spellings: Vec<String> = (0..10_000).map(|i| format!("--flag-{i}/x/../y")).collect();
+    let total: u64 = spellings.iter().map(|s| policy.cost_upper_bound(s)).sum();
+    assert!(total > 20_000);
+    assert_eq!(fs.lookups(), 0);
+}
+
+#[test]
+fn a_shared_budget_is_never_exceeded() {
+    let fs = tree();
+    let policy = policy();
+    fs.reset_lookups();
+    let mut budget = Budget::new(2);
+    let result = policy.check_within(&fs, Path::new("/r"), "a/b/c", Access::Read, &mut budget);
+    assert!(
+        matches!(result, Err(PathError::TooCostly { budget: 2, .. })),
+        "{result:?}"
+    );
+    assert_eq!(fs.lookups(), 2);
+    assert_eq!(budget.remaining(), 0);
+}
+
+#[test]
+fn a_budget_shared_by_a_batch_pays_for_each_check() {
+    let fs = tree();
+    let policy = policy();
+    let mut budget = Budget::new(100);
+    for spelling in ["a.txt", "a/b/c", "missing"] {
+        policy
+            .check_within(&fs, Path::new("/r"), spelling, Access::Read, &mut budget)
+            .unwrap();
+    }
+    assert_eq!(budget.spent(), 1 + 3 + 1);
+}
+
+#[test]
+fn plain_components_are_what_seed_says() {
+    let policy = policy();
+    for plain in ["notes.txt", "--flag", "-iflout", "a b", "über"] {
+        assert!(policy.is_plain_component(plain), "{plain}");
+    }
+    for not_plain in [
+        "", ".", "..", "a/b", r"a\b", "a:b", "a.", "a ", "a*", "a?", "a\"", "a<", "a>", "a|",
+        "a\u{1}", "CON", "nul.txt", "COM¹", "lpt9",
+    ] {
+        assert!(!policy.is_plain_component(not_plain), "{not_plain:?}");
+    }
+}
