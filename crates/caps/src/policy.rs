@@ -1,0 +1,298 @@
+//! The one policy file (SPEC §5.1): a TOML document whose sections are the
+//! crates' own config types, composed here and nowhere else.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::PolicyError;
+use crate::egress::{EgressPolicy, EgressPolicyConfig};
+use crate::load;
+use crate::patch::PatchPolicyConfig;
+use crate::paths::{PathPolicy, PathPolicyConfig};
+use crate::shell::{ShellPolicy, ShellPolicyConfig};
+
+/// The built-in policy used when no policy file is given (SPEC §5.1): the
+/// current directory allowed for reading and writing with `.git` and
+/// `**/.env*` blocked (on top of the safe defaults), the `read-only` shell
+/// preset holding file arguments to `[files]`, egress to public addresses
+/// with `GET`/`HEAD`, and patches under the current directory.
+pub const DEFAULT_POLICY_TOML: &str = r#"# agentcaps built-in default policy (used when no --policy file is given)
+[files]
+allowed = ["."]
+blocked = [".git", "**/.env*"]
+max_read_bytes = 1048576
+
+[shell]
+preset = "read-only"
+working_directory = "."
+path_policy = true
+
+[egress]
+allowed_methods = ["GET", "HEAD"]
+
+[patch]
+"#;
+
+/// Default for `[files] max_read_bytes`: 1 MiB.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 1024 * 1024;
+
+/// A loaded policy: one section per capability, each the owning crate's own
+/// config type, plus the few keys only the tools use.
+///
+/// Build it with [`Policy::load`] (a file), [`Policy::from_toml`] (text and
+/// the directory its relative paths are relative to) or
+/// [`Policy::default_for`] (the built-in default). Turn it into the crates'
+/// policies with [`Policy::path_policy`], [`Policy::shell_policy`] and
+/// [`Policy::egress_policy`]; [`Policy::patch`] is used as is.
+///
+/// # Security
+///
+/// Unknown keys are refused, never ignored, and lists extend the crates'
+/// safe defaults. A section that sets `defaults = false` starts from empty;
+/// [`Policy::notices`] says so, and `agentcaps check` prints it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Policy {
+    /// `[files]`: roots, blocked entries, Windows semantics.
+    pub files: PathPolicyConfig,
+    /// `[files] max_read_bytes`: the most `read_file` returns in one call.
+    pub max_read_bytes: u64,
+    /// `[shell]`.
+    pub shell: ShellPolicyConfig,
+    /// `[egress]`.
+    pub egress: EgressPolicyConfig,
+    /// `[patch]`.
+    pub patch: PatchPolicyConfig,
+    origin: Origin,
+    notices: Vec<Notice>,
+}
+
+/// Where a [`Policy`] came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Origin {
+    /// A policy file, by path.
+    File(PathBuf),
+    /// TOML text given directly, relative paths resolved against `base`.
+    Text {
+        /// The directory relative paths were resolved against.
+        base: PathBuf,
+    },
+    /// The built-in default ([`DEFAULT_POLICY_TOML`]) for directory `base`.
+    BuiltIn {
+        /// The directory the default allows.
+        base: PathBuf,
+    },
+}
+
+/// Something an operator must know about a policy: a weakened default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Notice {
+    /// The section, such as `files`.
+    pub section: String,
+    /// 1-based line in the policy file.
+    pub line: usize,
+    /// What it means, in one sentence.
+    pub message: String,
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "WARNING: [{}] line {}: {}",
+            self.section, self.line, self.message
+        )
+    }
+}
+
+/// The crates' view of the file.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct CrateSections {
+    files: PathPolicyConfig,
+    shell: ShellPolicyConfig,
+    egress: EgressPolicyConfig,
+    patch: PatchPolicyConfig,
+}
+
+/// The tools' view of the file: keys no crate owns.
+#[derive(Deserialize)]
+#[serde(default)]
+struct ToolKeys {
+    files: ToolFileKeys,
+}
+
+#[derive(Deserialize)]
+#[serde(default)]
+struct ToolFileKeys {
+    max_read_bytes: u64,
+}
+
+impl Default for ToolKeys {
+    fn default() -> Self {
+        Self {
+            files: ToolFileKeys {
+                max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            },
+        }
+    }
+}
+
+impl Default for ToolFileKeys {
+    fn default() -> Self {
+        Self {
+            max_read_bytes: DEFAULT_MAX_READ_BYTES,
+        }
+    }
+}
+
+const SECTIONS: [&str; 4] = ["files", "shell", "egress", "patch"];
+
+impl Policy {
+    /// Loads the policy file at `path`; relative paths in it are relative to
+    /// the file's directory.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Read`] if the file cannot be read, and everything
+    /// [`Policy::from_toml`] refuses.
+    pub fn load(path: &Path) -> Result<Self, PolicyError> {
+        let read_err = |source| PolicyError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let text = std::fs::read_to_string(path).map_err(read_err)?;
+        let absolute = std::path::absolute(path).map_err(read_err)?;
+        let base = absolute.parent().unwrap_or(Path::new("/")).to_path_buf();
+        let mut policy = Self::from_toml(&text, &base)?;
+        policy.origin = Origin::File(absolute);
+        Ok(policy)
+    }
+
+    /// Parses policy TOML; relative paths in it are resolved against `base`
+    /// (which should be absolute).
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Syntax`], [`PolicyError::UnknownKey`] and
+    /// [`PolicyError::InvalidValue`], each with the line to fix.
+    pub fn from_toml(text: &str, base: &Path) -> Result<Self, PolicyError> {
+        let (sections, tools) = load::two_views::<CrateSections, ToolKeys>(text)?;
+        let mut notices = Vec::new();
+        for section in SECTIONS {
+            if let Some((false, line)) = load::bool_key(text, section, "defaults") {
+                notices.push(Notice {
+                    section: section.to_owned(),
+                    line,
+                    message: format!(
+                        "`defaults = false`: the [{section}] safe defaults are OFF; only what this file lists applies"
+                    ),
+                });
+            }
+        }
+        let mut policy = Self {
+            files: sections.files,
+            max_read_bytes: tools.files.max_read_bytes,
+            shell: sections.shell,
+            egress: sections.egress,
+            patch: sections.patch,
+            origin: Origin::Text {
+                base: base.to_path_buf(),
+            },
+            notices,
+        };
+        policy.resolve_relative(base);
+        Ok(policy)
+    }
+
+    /// The built-in default policy (SPEC §5.1) for the directory `cwd`.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: the built-in text is tested to load. The `Result`
+    /// is kept so a future default can never panic.
+    pub fn default_for(cwd: &Path) -> Result<Self, PolicyError> {
+        let mut policy = Self::from_toml(DEFAULT_POLICY_TOML, cwd)?;
+        policy.origin = Origin::BuiltIn {
+            base: cwd.to_path_buf(),
+        };
+        Ok(policy)
+    }
+
+    /// Where this policy came from.
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// Weakened defaults an operator must be told about (`defaults = false`).
+    pub fn notices(&self) -> &[Notice] {
+        &self.notices
+    }
+
+    /// Builds the `[files]` path policy (roots are canonicalised now).
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Files`] if a root or glob is invalid.
+    pub fn path_policy(&self) -> Result<PathPolicy, PolicyError> {
+        self.files.build().map_err(PolicyError::Files)
+    }
+
+    /// Builds the `[shell]` policy, holding file arguments to `[files]` when
+    /// `path_policy = true`.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Files`] or [`PolicyError::Shell`].
+    pub fn shell_policy(&self) -> Result<ShellPolicy, PolicyError> {
+        let paths = if self.shell.path_policy {
+            Some(self.path_policy()?)
+        } else {
+            None
+        };
+        self.shell.build(paths).map_err(PolicyError::Shell)
+    }
+
+    /// Builds the `[egress]` policy.
+    ///
+    /// # Errors
+    ///
+    /// [`PolicyError::Egress`] if a name, range or server is invalid.
+    pub fn egress_policy(&self) -> Result<EgressPolicy, PolicyError> {
+        self.egress.build().map_err(PolicyError::Egress)
+    }
+
+    fn resolve_relative(&mut self, base: &Path) {
+        for root in self
+            .files
+            .allowed
+            .iter_mut()
+            .chain(self.files.read_only.iter_mut())
+        {
+            if root.is_relative() {
+                *root = base.join(&*root);
+            }
+        }
+        for entry in &mut self.files.blocked {
+            if is_relative_path_entry(entry) {
+                *entry = base.join(&*entry).to_string_lossy().into_owned();
+            }
+        }
+        if let Some(cwd) = &mut self.shell.working_directory
+            && cwd.is_relative()
+        {
+            *cwd = base.join(&*cwd);
+        }
+    }
+}
+
+/// A `blocked` entry is a glob when it contains a glob metacharacter or
+/// starts with `**`; otherwise it is a path, and a relative one is resolved
+/// against the policy file's directory.
+fn is_relative_path_entry(entry: &str) -> bool {
+    let glob = entry.starts_with("**") || entry.contains(['*', '?', '[', '{']);
+    !glob && Path::new(entry).is_relative()
+}

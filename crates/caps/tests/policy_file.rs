@@ -1,0 +1,207 @@
+//! The policy file (SPEC §5.1): the corpus `data/policy_cases.toml`, the
+//! built-in default, relative paths, and `defaults = false` notices.
+
+use std::path::Path;
+
+use agentcaps::paths::Access;
+use agentcaps::{Policy, PolicyError};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Corpus {
+    case: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    expect: String,
+    key: Option<String>,
+    line: Option<usize>,
+    text: String,
+    why: String,
+}
+
+#[test]
+fn policy_file_corpus() {
+    let corpus: Corpus = toml::from_str(include_str!("data/policy_cases.toml")).expect("corpus");
+    assert!(corpus.case.len() >= 12);
+    let base = tempfile::tempdir().expect("tempdir");
+    let mut failures = Vec::new();
+    for case in &corpus.case {
+        let result = Policy::from_toml(&case.text, base.path());
+        let (kind, key, line) = match &result {
+            Ok(_) => ("ok", None, None),
+            Err(PolicyError::UnknownKey { key, line }) => {
+                ("unknown-key", Some(key.clone()), Some(*line))
+            }
+            Err(PolicyError::InvalidValue { line, .. }) => ("invalid-value", None, Some(*line)),
+            Err(PolicyError::Syntax { line, .. }) => ("syntax", None, Some(*line)),
+            Err(_) => ("other", None, None),
+        };
+        let mut wrong = Vec::new();
+        if kind != case.expect {
+            wrong.push(format!("got {kind}, expected {}", case.expect));
+        }
+        if case.key.is_some() && key != case.key {
+            wrong.push(format!("key {key:?}, expected {:?}", case.key));
+        }
+        if case.line.is_some() && line != case.line {
+            wrong.push(format!("line {line:?}, expected {:?}", case.line));
+        }
+        if !wrong.is_empty() {
+            failures.push(format!(
+                "{} ({}): {} — {:?}",
+                case.name,
+                case.why,
+                wrong.join("; "),
+                result.err()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn relative_paths_are_relative_to_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = std::fs::canonicalize(dir.path()).expect("canonical");
+    std::fs::create_dir_all(top.join("project/src")).expect("mkdir");
+    std::fs::create_dir_all(top.join("docs")).expect("mkdir");
+    let file = top.join("policy.toml");
+    std::fs::write(
+        &file,
+        "[files]\nallowed = [\"project\"]\nread_only = [\"docs\"]\nblocked = [\"project/private\", \"**/*.key\"]\n[shell]\nworking_directory = \"project\"\n",
+    )
+    .expect("write");
+    let policy = Policy::load(&file).expect("load");
+    assert_eq!(policy.files.allowed, [top.join("project")]);
+    assert_eq!(policy.files.read_only, [top.join("docs")]);
+    assert_eq!(
+        policy.files.blocked,
+        [
+            top.join("project/private").display().to_string(),
+            "**/*.key".to_owned()
+        ]
+    );
+    assert_eq!(
+        policy.shell.working_directory.as_deref(),
+        Some(top.join("project").as_path())
+    );
+    // Loaded from another directory, the meaning does not change.
+    let paths = policy.path_policy().expect("build");
+    let elsewhere = Path::new("/");
+    assert!(
+        paths
+            .check(
+                elsewhere,
+                &top.join("project/src/a.rs").display().to_string(),
+                Access::Write
+            )
+            .is_ok()
+    );
+    assert!(
+        paths
+            .check(
+                elsewhere,
+                &top.join("docs/x.md").display().to_string(),
+                Access::Write
+            )
+            .is_err()
+    );
+    assert!(
+        paths
+            .check(
+                elsewhere,
+                &top.join("project/private/x").display().to_string(),
+                Access::Read
+            )
+            .is_err()
+    );
+}
+
+#[test]
+fn the_built_in_default_is_the_spec_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cwd = std::fs::canonicalize(dir.path()).expect("canonical");
+    let policy = Policy::default_for(&cwd).expect("default");
+    assert!(policy.notices().is_empty());
+    let paths = policy.path_policy().expect("paths");
+    assert!(
+        paths.check(&cwd, "src/main.rs", Access::Write).is_ok(),
+        "cwd read+write"
+    );
+    assert!(
+        paths.check(&cwd, ".git/HEAD", Access::Read).is_err(),
+        ".git blocked"
+    );
+    assert!(
+        paths.check(&cwd, "sub/.env.local", Access::Read).is_err(),
+        ".env* blocked"
+    );
+    assert!(
+        paths.check(&cwd, "../x", Access::Read).is_err(),
+        "only the cwd"
+    );
+    let shell = policy.shell_policy().expect("shell");
+    assert!(
+        shell.path_policy().is_some(),
+        "shell holds file arguments to [files]"
+    );
+    assert!(shell.allowed_commands().iter().any(|c| c == "cat"));
+    assert!(
+        !shell.allowed_commands().iter().any(|c| c == "rm"),
+        "read-only preset"
+    );
+    let egress = policy.egress_policy().expect("egress");
+    let get = "GET".parse().expect("method");
+    let post = "POST".parse().expect("method");
+    assert!(egress.check_url("https://docs.rs/", &get).is_ok());
+    assert!(
+        egress.check_url("https://docs.rs/", &post).is_err(),
+        "GET/HEAD only"
+    );
+    assert!(
+        egress.check_url("http://127.0.0.1/", &get).is_err(),
+        "public addresses only"
+    );
+}
+
+#[test]
+fn defaults_false_is_a_notice_with_its_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = Policy::from_toml(
+        "[files]\nallowed = [\".\"]\ndefaults = false\n\n[egress]\ndefaults = false\n[shell]\ndefaults = true\n",
+        dir.path(),
+    )
+    .expect("load");
+    let notices: Vec<String> = policy.notices().iter().map(ToString::to_string).collect();
+    assert_eq!(notices.len(), 2, "{notices:?}");
+    assert!(
+        notices[0].contains("[files] line 3") && notices[0].contains("OFF"),
+        "{}",
+        notices[0]
+    );
+    assert!(notices[1].contains("[egress] line 6"), "{}", notices[1]);
+}
+
+#[test]
+fn error_messages() {
+    let dir = Path::new("/policy-dir");
+    let cases = [
+        ("unknown_key", "[files]\nbloked = []\n"),
+        ("invalid_value", "[files]\nallowed = 3\n"),
+        (
+            "invalid_nested_value",
+            "[shell]\npreset = \"read-only\"\n[shell.environment]\nPAGER = 1\n",
+        ),
+        ("syntax", "[files\n"),
+    ];
+    for (name, text) in cases {
+        let err = Policy::from_toml(text, dir).expect_err(name);
+        insta::assert_snapshot!(name, err.to_string());
+    }
+    let missing = Policy::load(Path::new("/definitely/not/here.toml")).expect_err("missing");
+    insta::assert_snapshot!("missing_file", missing.to_string());
+}
