@@ -28,7 +28,7 @@ pub enum ShellError {
     },
     /// A quote (or a trailing backslash) is not closed.
     #[error(
-        "refused the command (rule unterminated-quote): the {quote} opened in it is never closed; \
+        "refused the command (rule unterminated-quote): the `{quote}` opened in it is never closed; \
          close it, or give the command as an argv array"
     )]
     UnterminatedQuote {

@@ -194,13 +194,13 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
         }
         _ => return Launch::NotALauncher,
     };
-    if !unwrap {
-        return Launch::Refused(format!(
+    match parse(program, grammar, argv) {
+        Launch::Inner { .. } if !unwrap => Launch::Refused(format!(
             "`{program}` runs another program, and this policy does not unwrap launchers; give the \
              inner command directly"
-        ));
+        )),
+        parsed => parsed,
     }
-    parse(program, grammar, argv)
 }
 
 /// Whether a shell argument asks it to run a command string (`-c`, `-lc`,

@@ -1,0 +1,138 @@
+//! The attack corpus (`tests/data/attacks.toml`), run row by row.
+
+use std::collections::BTreeMap;
+
+use agentcaps_shell::CommandRequest;
+use serde::Deserialize;
+
+use crate::fixture::Tree;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    why: String,
+    argv: Option<Vec<String>>,
+    line: Option<String>,
+    cwd: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default = "files")]
+    policy: String,
+    expect: Expect,
+    rule: Option<String>,
+    path_rule: Option<String>,
+}
+
+fn files() -> String {
+    "files".to_owned()
+}
+
+#[derive(Debug, Deserialize, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Expect {
+    Allow,
+    Deny,
+}
+
+#[derive(Deserialize)]
+struct Table {
+    case: Vec<Case>,
+}
+
+pub(crate) fn load() -> Vec<(String, CommandRequest)> {
+    table()
+        .case
+        .into_iter()
+        .map(|c| (c.policy.clone(), request(&c)))
+        .collect()
+}
+
+fn table() -> Table {
+    let text = include_str!("../data/attacks.toml");
+    toml::from_str(text).expect("attacks.toml parses")
+}
+
+fn request(case: &Case) -> CommandRequest {
+    let mut req = match (&case.argv, &case.line) {
+        (Some(argv), None) => CommandRequest::argv(argv.clone()),
+        (None, Some(line)) => CommandRequest::line(line.clone()),
+        _ => panic!("case {:?} needs exactly one of argv and line", case.why),
+    };
+    if let Some(cwd) = &case.cwd {
+        req = req.with_cwd(cwd.clone());
+    }
+    for (name, value) in &case.env {
+        req = req.with_env(name.clone(), value.clone());
+    }
+    req
+}
+
+#[test]
+fn every_attack_row_is_decided_as_expected() {
+    let tree = Tree::new();
+    let table = table();
+    assert!(table.case.len() > 100, "the corpus shrank");
+    let mut failures = Vec::new();
+    for case in &table.case {
+        let policy = tree.policy(&case.policy);
+        let got = policy.validate(&request(case));
+        let ok = match (&got, case.expect) {
+            (Ok(_), Expect::Allow) => true,
+            (Err(e), Expect::Deny) => {
+                e.is_refusal()
+                    && case.rule.as_deref() == Some(e.rule())
+                    && case
+                        .path_rule
+                        .as_deref()
+                        .is_none_or(|r| e.path_rule() == Some(r))
+            }
+            _ => false,
+        };
+        if !ok {
+            let got = match &got {
+                Ok(cmd) => format!("allowed: {:?}", cmd.argv()),
+                Err(e) => format!("{} / {:?}: {e}", e.rule(), e.path_rule()),
+            };
+            failures.push(format!(
+                "{}\n    expected {:?} {:?}, got {got}",
+                case.why, case.expect, case.rule
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} rows failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_denied_row_names_a_rule_and_every_row_says_why() {
+    for case in table().case {
+        assert!(!case.why.trim().is_empty());
+        assert_eq!(
+            case.expect == Expect::Deny,
+            case.rule.is_some(),
+            "{}",
+            case.why
+        );
+    }
+}
+
+#[test]
+fn refusals_are_stable() {
+    let tree = Tree::new();
+    for (policy, req) in load() {
+        let policy = tree.policy(&policy);
+        let first = policy
+            .validate(&req)
+            .map_err(|e| e.to_string())
+            .map(|c| c.argv().to_vec());
+        let second = policy
+            .validate(&req)
+            .map_err(|e| e.to_string())
+            .map(|c| c.argv().to_vec());
+        assert_eq!(first, second);
+    }
+}

@@ -1,0 +1,79 @@
+//! A real temporary tree with links in and out, and the policies the attack
+//! tables name.
+
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+
+use agentcaps_paths::PathPolicy;
+use agentcaps_shell::{ShellPolicy, ShellPolicyBuilder, WindowsRules, danger};
+
+/// Commands allowed in the test fixtures beyond `read_only`.
+pub(crate) const EXTRA: &[&str] = &[
+    "sort", "grep", "find", "git", "rg", "sed", "awk", "tar", "env", "xargs", "sh", "bash", "sudo",
+    "nice", "timeout",
+];
+
+pub(crate) struct Tree {
+    _dir: tempfile::TempDir,
+    pub(crate) root: PathBuf,
+}
+
+impl Tree {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical tempdir");
+        let root = base.join("root");
+        let outside = base.join("outside");
+        for d in [root.join("sub"), outside.join("dir")] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        for f in [
+            root.join("notes.txt"),
+            root.join("list"),
+            root.join("sub/a.txt"),
+            root.join(".env"),
+            root.join("key.pem"),
+            outside.join("secret.txt"),
+            outside.join("notes.txt"),
+            outside.join("dir/x"),
+        ] {
+            std::fs::write(f, "1 one\n2 two\n").expect("write");
+        }
+        symlink("/etc/passwd", root.join("README")).expect("link");
+        symlink(outside.join("secret.txt"), root.join("lout")).expect("link");
+        symlink("/etc/passwd", root.join("o")).expect("link");
+        symlink("../outside/dir", root.join("linkout")).expect("link");
+        symlink("sub", root.join("inlink")).expect("link");
+        Tree { _dir: dir, root }
+    }
+
+    pub(crate) fn paths(&self) -> PathPolicy {
+        PathPolicy::builder()
+            .allow(&self.root)
+            .build()
+            .expect("path policy")
+    }
+
+    fn with_extra(&self, builder: ShellPolicyBuilder) -> ShellPolicyBuilder {
+        EXTRA.iter().fold(builder, |b, c| b.allow_command(*c))
+    }
+
+    /// The policy a table row names.
+    pub(crate) fn policy(&self, name: &str) -> ShellPolicy {
+        let files = || {
+            self.with_extra(ShellPolicy::read_only(&self.root))
+                .path_policy(self.paths())
+        };
+        let builder = match name {
+            "files" => files(),
+            "none" => self.with_extra(ShellPolicy::read_only(&self.root)),
+            "windows" => files().windows_rules(WindowsRules::Always),
+            "unwrap" => files().unwrap_launchers(true),
+            "agent-env" => files().allow_agent_environment(true),
+            "host-program" => files().allow_program("/usr/bin/file"),
+            "development" => danger::development(&self.root).path_policy(self.paths()),
+            other => panic!("unknown fixture policy {other:?}"),
+        };
+        builder.build().expect("shell policy")
+    }
+}

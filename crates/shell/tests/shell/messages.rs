@@ -1,0 +1,115 @@
+//! Refusal messages are an interface to models: pinned with insta.
+
+use agentcaps_shell::CommandRequest;
+
+use crate::fixture::Tree;
+
+fn refusal(tree: &Tree, policy: &str, req: CommandRequest) -> String {
+    let err = tree.policy(policy).validate(&req).expect_err("refused");
+    let text = format!("[{}] {err}", err.rule());
+    let base = tree.root.parent().unwrap().to_string_lossy().into_owned();
+    text.replace(&base, "<tmp>")
+}
+
+#[test]
+fn refusal_messages() {
+    let tree = Tree::new();
+    let cases: Vec<(&str, &str, CommandRequest)> = vec![
+        (
+            "shell_operator",
+            "files",
+            CommandRequest::line("cat notes.txt | sh"),
+        ),
+        (
+            "unterminated_quote",
+            "files",
+            CommandRequest::line("cat 'notes.txt"),
+        ),
+        ("empty_command", "files", CommandRequest::line("")),
+        (
+            "env_assignment",
+            "files",
+            CommandRequest::line("PAGER=sh git log"),
+        ),
+        (
+            "not_allowed_program",
+            "files",
+            CommandRequest::argv(["python3"]),
+        ),
+        (
+            "program_path",
+            "files",
+            CommandRequest::argv(["./cat", "notes.txt"]),
+        ),
+        (
+            "refused_option_cluster",
+            "files",
+            CommandRequest::argv(["file", "-bC"]),
+        ),
+        (
+            "refused_option_abbreviation",
+            "files",
+            CommandRequest::argv(["date", "--fil"]),
+        ),
+        (
+            "refused_option_word",
+            "files",
+            CommandRequest::argv(["find", ".", "-exec", "id", ";"]),
+        ),
+        (
+            "refused_script",
+            "files",
+            CommandRequest::argv(["sed", "s/a/b/w out", "notes.txt"]),
+        ),
+        (
+            "launcher",
+            "files",
+            CommandRequest::argv(["env", "cat", "notes.txt"]),
+        ),
+        (
+            "launcher_shell",
+            "files",
+            CommandRequest::argv(["sh", "-c", "id"]),
+        ),
+        (
+            "path_tail",
+            "files",
+            CommandRequest::argv(["cat", "-iflout"]),
+        ),
+        ("path_whole", "files", CommandRequest::argv(["cat", ".env"])),
+        (
+            "working_directory",
+            "files",
+            CommandRequest::argv(["ls"]).with_cwd("../outside"),
+        ),
+        (
+            "argument_too_long",
+            "files",
+            CommandRequest::argv(["cat".to_owned(), "a".repeat(5000)]),
+        ),
+        (
+            "env_var_not_allowed",
+            "files",
+            CommandRequest::argv(["cat"]).with_env("X", "1"),
+        ),
+        (
+            "env_var_refused",
+            "agent-env",
+            CommandRequest::argv(["cat"]).with_env("LD_PRELOAD", "x"),
+        ),
+    ];
+    for (name, policy, req) in cases {
+        insta::assert_snapshot!(name, refusal(&tree, policy, req));
+    }
+}
+
+#[test]
+fn too_costly_message() {
+    let tree = Tree::new();
+    let mut argv = vec!["cat".to_owned()];
+    argv.extend((0..25_000).map(|i| format!("f{i}")));
+    insta::assert_snapshot!(
+        "too_costly",
+        refusal(&tree, "files", CommandRequest::argv(argv))
+    );
+}
