@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
@@ -13,7 +14,7 @@ use rustix::io::Errno;
 
 use crate::real_fs::kind_of;
 use crate::resolve::Follow;
-use crate::{Access, Budget, EntryKind, PathError, PathPolicy, RealFs};
+use crate::{Access, Budget, EntryKind, FileSystem, PathError, PathPolicy};
 
 /// How [`Beneath::write`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,11 +97,21 @@ impl Staged {
 /// temporary file is renamed over it), so a hard-linked inode outside the
 /// root is never written. Programs the host runs on the same paths (the
 /// shell) do not go through these handles and are not protected by them.
-#[derive(Debug)]
 pub struct Beneath {
     policy: PathPolicy,
+    view: Arc<dyn FileSystem>,
     roots: Vec<(PathBuf, Option<OwnedFd>)>,
     durable: bool,
+}
+
+impl std::fmt::Debug for Beneath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Beneath")
+            .field("policy", &self.policy)
+            .field("roots", &self.roots)
+            .field("durable", &self.durable)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A checked target: which root handle, and the path below it.
@@ -123,7 +134,7 @@ fn errno_io(op: &'static str, path: &Path, errno: Errno) -> PathError {
 }
 
 impl Beneath {
-    pub(crate) fn open(policy: &PathPolicy) -> Result<Self, PathError> {
+    pub(crate) fn open(policy: &PathPolicy, view: Arc<dyn FileSystem>) -> Result<Self, PathError> {
         let mut roots = Vec::new();
         for (root, _) in policy.roots() {
             let fd = match rustix::fs::open(
@@ -139,6 +150,7 @@ impl Beneath {
         }
         Ok(Beneath {
             policy: policy.clone(),
+            view,
             roots,
             durable: false,
         })
@@ -157,9 +169,14 @@ impl Beneath {
         follow: Follow,
     ) -> Result<Target, PathError> {
         let mut budget = Budget::new(self.policy.cost_upper_bound(spelling));
-        let checked = self
-            .policy
-            .judge(&RealFs, base, spelling, access, &mut budget, follow)?;
+        let checked = self.policy.judge(
+            self.view.as_ref(),
+            base,
+            spelling,
+            access,
+            &mut budget,
+            follow,
+        )?;
         let location = checked.location().to_path_buf();
         let root = self
             .roots

@@ -530,7 +530,24 @@ impl PathPolicy {
     ///
     /// [`PathError::Io`] when a root cannot be opened.
     pub fn open_beneath(&self) -> Result<Beneath, PathError> {
-        Beneath::open(self)
+        Beneath::open(self, Arc::new(RealFs))
+    }
+
+    /// [`PathPolicy::open_beneath`], judging spellings on `view` instead
+    /// of the host's file system (for tests and simulations).
+    ///
+    /// # Security
+    ///
+    /// Safety does not rest on the view telling the truth: every operation
+    /// acts on the location the check computed, beneath the root's handle,
+    /// refusing every link on the way, so a view that lies can only make
+    /// operations fail, never reach outside the root or a blocked location.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::Io`] when a root cannot be opened.
+    pub fn open_beneath_judging_on(&self, view: Arc<dyn FileSystem>) -> Result<Beneath, PathError> {
+        Beneath::open(self, view)
     }
 }
 

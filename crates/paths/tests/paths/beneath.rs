@@ -1,1 +1,340 @@
-//! (being written)
+//! Acting beneath a root's handle (SPEC §1.3): what each operation does,
+//! and the attacks each refuses.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+
+use agentcaps_paths::{Beneath, EntryKind, PathError, PathPolicy, WriteMode};
+
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+    files: Beneath,
+}
+
+fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("root");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(root.join("a.txt"), b"inside").unwrap();
+    std::fs::write(outside.join("secret"), b"SECRET").unwrap();
+    symlink(&outside, root.join("out")).unwrap();
+    symlink("sub", root.join("sublink")).unwrap();
+    symlink("../outside/new", root.join("dangling_out")).unwrap();
+    symlink("sub/created", root.join("dangling_in")).unwrap();
+    let files = PathPolicy::builder()
+        .allow(&root)
+        .build()
+        .unwrap()
+        .open_beneath()
+        .unwrap();
+    Fixture {
+        _tmp: tmp,
+        root,
+        outside,
+        files,
+    }
+}
+
+#[test]
+fn reads_inside_and_refuses_links_out() {
+    let f = fixture();
+    assert_eq!(f.files.read(&f.root, "a.txt", 100).unwrap(), b"inside");
+    let err = f.files.read(&f.root, "out/secret", 100).unwrap_err();
+    assert_eq!(err.rule(), "outside-roots");
+    let err = f.files.read(&f.root, "../outside/secret", 100).unwrap_err();
+    assert_eq!(err.rule(), "outside-roots");
+}
+
+#[test]
+fn read_refuses_more_than_the_limit() {
+    let f = fixture();
+    let err = f.files.read(&f.root, "a.txt", 3).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PathError::TooLarge {
+                len: 6,
+                limit: 3,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn open_read_refuses_a_fifo_without_blocking() {
+    let f = fixture();
+    let fifo = f.root.join("fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let err = f.files.open_read(&f.root, "fifo").unwrap_err();
+    assert_eq!(err.rule(), "changed", "{err}");
+}
+
+#[test]
+fn open_read_refuses_a_directory() {
+    let f = fixture();
+    assert_eq!(
+        f.files.open_read(&f.root, "sub").unwrap_err().rule(),
+        "changed"
+    );
+}
+
+#[test]
+fn create_new_writes_once_then_reports_already_exists() {
+    let f = fixture();
+    f.files
+        .write(&f.root, "new.txt", b"one", WriteMode::CreateNew)
+        .unwrap();
+    let err = f
+        .files
+        .write(&f.root, "new.txt", b"two", WriteMode::CreateNew)
+        .unwrap_err();
+    assert!(matches!(err, PathError::AlreadyExists { .. }), "{err:?}");
+    assert!(!err.is_refusal());
+    assert_eq!(std::fs::read(f.root.join("new.txt")).unwrap(), b"one");
+    assert_no_temp_files(&f.root);
+}
+
+#[test]
+fn overwrite_replaces_contents_and_keeps_the_mode() {
+    let f = fixture();
+    let path = f.root.join("a.txt");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    f.files
+        .write(&f.root, "a.txt", b"replaced", WriteMode::Overwrite)
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"replaced");
+    assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+    assert_no_temp_files(&f.root);
+}
+
+#[test]
+fn writing_through_a_hard_link_never_modifies_the_outside_inode() {
+    let f = fixture();
+    std::fs::hard_link(f.outside.join("secret"), f.root.join("hard")).unwrap();
+    // The check cannot see hard links (documented): the write is allowed,
+    // but it replaces the name, not the shared inode.
+    f.files
+        .write(&f.root, "hard", b"overwritten", WriteMode::Overwrite)
+        .unwrap();
+    assert_eq!(std::fs::read(f.outside.join("secret")).unwrap(), b"SECRET");
+    assert_eq!(std::fs::read(f.root.join("hard")).unwrap(), b"overwritten");
+}
+
+#[test]
+fn dangling_links_are_written_at_their_target_only_when_it_is_inside() {
+    let f = fixture();
+    f.files
+        .write(&f.root, "dangling_in", b"x", WriteMode::CreateNew)
+        .unwrap();
+    assert_eq!(std::fs::read(f.root.join("sub/created")).unwrap(), b"x");
+    let err = f
+        .files
+        .write(&f.root, "dangling_out", b"x", WriteMode::CreateNew)
+        .unwrap_err();
+    assert_eq!(err.rule(), "outside-roots");
+    assert!(!f.outside.join("new").exists());
+}
+
+#[test]
+fn writes_refuse_persistence_files_and_non_portable_names() {
+    let f = fixture();
+    for (spelling, rule) in [
+        (".git/config", "write-protected"),
+        (".bashrc", "write-protected"),
+        ("aux.c", "not-portable"),
+        ("bad:name", "not-portable"),
+        (".env", "blocked"),
+    ] {
+        std::fs::create_dir_all(f.root.join(".git")).unwrap();
+        let err = f
+            .files
+            .write(&f.root, spelling, b"x", WriteMode::CreateNew)
+            .unwrap_err();
+        assert_eq!(err.rule(), rule, "{spelling}: {err}");
+        assert!(!f.root.join(spelling).exists(), "{spelling} was written");
+    }
+}
+
+#[test]
+fn metadata_reports_a_link_as_a_link() {
+    let f = fixture();
+    let info = f.files.metadata(&f.root, "sublink").unwrap();
+    assert_eq!(info.kind, EntryKind::Symlink);
+    let info = f.files.metadata(&f.root, "a.txt").unwrap();
+    assert_eq!((info.kind, info.len), (EntryKind::File, 6));
+    assert!(info.modified.is_some());
+    assert_eq!(f.files.metadata(&f.root, "").unwrap().kind, EntryKind::Dir);
+}
+
+#[test]
+fn list_reports_links_without_following_them() {
+    let f = fixture();
+    let entries = f.files.list(&f.root, "").unwrap();
+    let kinds: Vec<(String, EntryKind)> = entries
+        .iter()
+        .map(|e| (e.name.to_string_lossy().into_owned(), e.kind))
+        .collect();
+    assert!(kinds.contains(&("out".to_owned(), EntryKind::Symlink)));
+    assert!(kinds.contains(&("sub".to_owned(), EntryKind::Dir)));
+    assert!(kinds.contains(&("a.txt".to_owned(), EntryKind::File)));
+    assert!(!kinds.iter().any(|(name, _)| name == "secret"));
+    assert_eq!(
+        f.files.list(&f.root, "out").unwrap_err().rule(),
+        "outside-roots"
+    );
+}
+
+#[test]
+fn rename_moves_inside_and_never_replaces() {
+    let f = fixture();
+    f.files
+        .write(&f.root, "b.txt", b"b", WriteMode::CreateNew)
+        .unwrap();
+    let err = f.files.rename(&f.root, "a.txt", "b.txt").unwrap_err();
+    assert!(matches!(err, PathError::AlreadyExists { .. }), "{err:?}");
+    f.files.rename(&f.root, "a.txt", "sub/moved.txt").unwrap();
+    assert_eq!(
+        std::fs::read(f.root.join("sub/moved.txt")).unwrap(),
+        b"inside"
+    );
+    let err = f.files.rename(&f.root, "b.txt", "out/b.txt").unwrap_err();
+    assert_eq!(err.rule(), "outside-roots");
+    let err = f.files.rename(&f.root, "b.txt", "GIT~1").unwrap_err();
+    assert_eq!(err.rule(), "not-portable");
+    // A link is moved itself, not its target.
+    f.files.rename(&f.root, "sublink", "sublink2").unwrap();
+    assert!(f.root.join("sub").is_dir());
+    assert!(
+        f.root
+            .join("sublink2")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn remove_file_removes_a_link_not_its_target() {
+    let f = fixture();
+    std::fs::write(f.root.join("sub/t.txt"), b"t").unwrap();
+    symlink("sub/t.txt", f.root.join("tlink")).unwrap();
+    f.files.remove_file(&f.root, "tlink").unwrap();
+    assert!(f.root.join("sub/t.txt").exists());
+    assert!(f.root.join("tlink").symlink_metadata().is_err());
+    // A link out of the root can be removed: it is inside, its target is
+    // untouched.
+    f.files.remove_file(&f.root, "out").unwrap();
+    assert!(f.outside.join("secret").exists());
+    let err = f
+        .files
+        .remove_file(&f.root, "../outside/secret")
+        .unwrap_err();
+    assert_eq!(err.rule(), "outside-roots");
+    assert!(f.outside.join("secret").exists());
+}
+
+#[test]
+fn remove_dir_refuses_the_root_itself() {
+    let f = fixture();
+    std::fs::create_dir(f.root.join("empty")).unwrap();
+    f.files.remove_dir(&f.root, "empty").unwrap();
+    assert!(f.files.remove_dir(&f.root, ".").is_err());
+    assert!(f.root.exists());
+}
+
+#[test]
+fn create_dir_all_creates_inside_and_refuses_through_links_out() {
+    let f = fixture();
+    f.files.create_dir_all(&f.root, "x/y/z").unwrap();
+    assert!(f.root.join("x/y/z").is_dir());
+    f.files.create_dir_all(&f.root, "x/y/z").unwrap();
+    assert_eq!(
+        f.files.create_dir_all(&f.root, "out/x").unwrap_err().rule(),
+        "outside-roots"
+    );
+    assert!(!f.outside.join("x").exists());
+    assert_eq!(
+        f.files.create_dir_all(&f.root, "n/CON").unwrap_err().rule(),
+        "not-portable"
+    );
+    assert!(
+        !f.root.join("n").exists(),
+        "nothing is created when a later name is refused"
+    );
+}
+
+#[test]
+fn staged_files_commit_atomically_or_vanish() {
+    let f = fixture();
+    let one = f.files.stage(&f.root, "a.txt", b"staged").unwrap();
+    let two = f.files.stage(&f.root, "sub/new.txt", b"new").unwrap();
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"inside");
+    assert_eq!(one.target(), f.root.join("a.txt"));
+    f.files.commit(one).unwrap();
+    f.files.discard(two).unwrap();
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"staged");
+    assert!(!f.root.join("sub/new.txt").exists());
+    assert_no_temp_files(&f.root);
+    assert_no_temp_files(&f.root.join("sub"));
+}
+
+#[test]
+fn durable_writes_work() {
+    let mut f = fixture();
+    f.files.set_durable(true);
+    f.files
+        .write(&f.root, "d.txt", b"durable", WriteMode::CreateNew)
+        .unwrap();
+    assert_eq!(std::fs::read(f.root.join("d.txt")).unwrap(), b"durable");
+}
+
+#[test]
+fn read_only_roots_refuse_every_mutation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    std::fs::write(root.join("r.txt"), b"r").unwrap();
+    let files = PathPolicy::builder()
+        .allow_read_only(&root)
+        .build()
+        .unwrap()
+        .open_beneath()
+        .unwrap();
+    assert_eq!(files.read(&root, "r.txt", 10).unwrap(), b"r");
+    let refusals = [
+        files
+            .write(&root, "r.txt", b"x", WriteMode::Overwrite)
+            .unwrap_err(),
+        files
+            .write(&root, "n.txt", b"x", WriteMode::CreateNew)
+            .unwrap_err(),
+        files.create_dir_all(&root, "d").unwrap_err(),
+        files.rename(&root, "r.txt", "s.txt").unwrap_err(),
+        files.remove_file(&root, "r.txt").unwrap_err(),
+    ];
+    for err in refusals {
+        assert_eq!(err.rule(), "read-only", "{err}");
+    }
+    assert_eq!(std::fs::read(root.join("r.txt")).unwrap(), b"r");
+}
+
+fn assert_no_temp_files(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let name = entry.unwrap().file_name();
+        assert!(
+            !name.to_string_lossy().starts_with(".agentcaps-"),
+            "temporary file left: {name:?}"
+        );
+    }
+}
