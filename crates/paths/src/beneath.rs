@@ -235,8 +235,10 @@ impl Beneath {
                 &target.location,
                 "a link appeared on the way after the check",
             ),
-            Errno::NOTDIR => self.changed(&target.spelling, &target.location, "not a directory"),
-            Errno::ISDIR => self.changed(&target.spelling, &target.location, "is a directory"),
+            Errno::NOTDIR => {
+                self.changed(&target.spelling, &target.location, "it is not a directory")
+            }
+            Errno::ISDIR => self.changed(&target.spelling, &target.location, "it is a directory"),
             other => errno_io("open", &target.location, other),
         })
     }
@@ -250,7 +252,7 @@ impl Beneath {
                 self.changed(
                     &target.spelling,
                     &target.location,
-                    "it is an allowed root itself",
+                    "it is an allowed root itself, which cannot be replaced, renamed or removed",
                 )
             })?
             .to_os_string();
@@ -271,7 +273,7 @@ impl Beneath {
         let fd = self.open_at(&target, &target.relative, OFlags::RDONLY | OFlags::NONBLOCK)?;
         let stat = rustix::fs::fstat(&fd).map_err(|e| errno_io("fstat", &target.location, e))?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(self.changed(spelling, &target.location, "not a regular file"));
+            return Err(self.changed(spelling, &target.location, "it is not a regular file"));
         }
         let flags =
             rustix::fs::fcntl_getfl(&fd).map_err(|e| errno_io("fcntl", &target.location, e))?;
@@ -410,7 +412,7 @@ impl Beneath {
         if let Some(stat) = &existing
             && FileType::from_raw_mode(stat.st_mode) == FileType::Directory
         {
-            return Err(self.changed(&target.spelling, &target.location, "is a directory"));
+            return Err(self.changed(&target.spelling, &target.location, "it is a directory"));
         }
         let mode = existing
             .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
@@ -470,7 +472,7 @@ impl Beneath {
                     location: staged.target,
                 },
                 Errno::ISDIR | Errno::NOTEMPTY => {
-                    self.changed(spelling, &staged.target, "is a directory")
+                    self.changed(spelling, &staged.target, "it is a directory")
                 }
                 other => errno_io("rename", &staged.target, other),
             });

@@ -145,8 +145,7 @@ impl std::fmt::Display for NotPortable {
 pub enum PathError {
     /// A reading of the spelling lands outside every allowed root.
     #[error(
-        "refused `{spelling}`: its {reading} reading lands at {location}, outside the allowed directories ({allowed}); use a path inside them"
-    )]
+        "refused `{}`: its {reading} reading lands at {location}, outside the allowed directories ({allowed}); use a path inside them", shown(.spelling))]
     OutsideRoots {
         /// What the agent wrote.
         spelling: String,
@@ -159,8 +158,7 @@ pub enum PathError {
     },
     /// A reading lands on or under a blocked entry.
     #[error(
-        "refused `{spelling}`: its {reading} reading lands at {location}, which is blocked by `{entry}`; choose another file"
-    )]
+        "refused `{}`: its {reading} reading lands at {location}, which is blocked by `{entry}`; choose another file", shown(.spelling))]
     Blocked {
         /// What the agent wrote.
         spelling: String,
@@ -173,8 +171,7 @@ pub enum PathError {
     },
     /// A write or create under a root allowed for reading only.
     #[error(
-        "refused writing `{spelling}`: {location} is under {root}, which is read-only; write only inside the read-write directories"
-    )]
+        "refused writing `{}`: {location} is under {root}, which is read-only; write only inside the read-write directories", shown(.spelling))]
     ReadOnly {
         /// What the agent wrote.
         spelling: String,
@@ -187,8 +184,7 @@ pub enum PathError {
     },
     /// A write to a place where written files become code run later.
     #[error(
-        "refused writing `{spelling}`: {location} matches `{entry}`, a file that tools run or load later, so it is protected from writes; it can still be read"
-    )]
+        "refused writing `{}`: {location} matches `{entry}`, a file that tools run or load later, so it is protected from writes; it can still be read", shown(.spelling))]
     WriteProtected {
         /// What the agent wrote.
         spelling: String,
@@ -200,7 +196,7 @@ pub enum PathError {
         entry: String,
     },
     /// A spelling whose location cannot be judged (SPEC §1.4).
-    #[error("refused `{spelling}`: {why}; spell a plain path instead")]
+    #[error("refused `{}`: {why}; spell a plain path instead", shown(.spelling))]
     Unjudgeable {
         /// What the agent wrote (NUL shown as `\0`).
         spelling: String,
@@ -208,7 +204,7 @@ pub enum PathError {
         why: Unjudgeable,
     },
     /// A name being created is not portable (SPEC §1.4).
-    #[error("refused creating `{name}`: {why}; use a name of letters, digits, `.`, `-` and `_`")]
+    #[error("refused creating `{}`: {why}; use a name of letters, digits, `.`, `-` and `_`", shown(.name))]
     NotPortable {
         /// The refused name component.
         name: String,
@@ -216,7 +212,7 @@ pub enum PathError {
         why: NotPortable,
     },
     /// Following links came back to a link already followed.
-    #[error("refused `{spelling}`: its links loop (at {link}); use a path without the loop")]
+    #[error("refused `{}`: its links loop (at {link}); use a path without the loop", shown(.spelling))]
     LinkLoop {
         /// What the agent wrote.
         spelling: String,
@@ -227,8 +223,7 @@ pub enum PathError {
     },
     /// More than 40 links on the way.
     #[error(
-        "refused `{spelling}`: resolving it follows more than {limit} links; use a more direct path"
-    )]
+        "refused `{}`: resolving it follows more than {limit} links; use a more direct path", shown(.spelling))]
     TooManyLinks {
         /// What the agent wrote.
         spelling: String,
@@ -239,8 +234,7 @@ pub enum PathError {
     },
     /// Judging would take more lookups than allowed.
     #[error(
-        "refused `{spelling}`: checking it would take more than {budget} file-system lookups; use a shorter path or fewer links"
-    )]
+        "refused `{}`: checking it would take more than {budget} file-system lookups; use a shorter path or fewer links", shown(.spelling))]
     TooCostly {
         /// What the agent wrote.
         spelling: String,
@@ -250,8 +244,7 @@ pub enum PathError {
     /// The path is a directory, file or link where the operation needs
     /// something else, or a link was swapped in after the check.
     #[error(
-        "refused `{spelling}`: {location} changed or is not what the operation needs ({detail}); check the path and try again"
-    )]
+        "refused `{}`: at {location}, {detail}; check the path and try again", shown(.spelling))]
     Changed {
         /// What the agent wrote.
         spelling: String,
@@ -262,8 +255,7 @@ pub enum PathError {
     },
     /// The target already exists and the operation does not replace files.
     #[error(
-        "`{spelling}` already exists at {location}; choose another name or overwrite it explicitly"
-    )]
+        "`{}` already exists at {location}; choose another name or overwrite it explicitly", shown(.spelling))]
     AlreadyExists {
         /// What the agent wrote.
         spelling: String,
@@ -272,8 +264,7 @@ pub enum PathError {
     },
     /// A file is larger than the caller's limit.
     #[error(
-        "refused reading `{spelling}`: it is {len} bytes, more than the limit of {limit}; read a part of it"
-    )]
+        "refused reading `{}`: it is {len} bytes, more than the limit of {limit}; read a part of it", shown(.spelling))]
     TooLarge {
         /// What the agent wrote.
         spelling: String,
@@ -307,6 +298,20 @@ pub enum PathError {
         #[source]
         source: io::Error,
     },
+}
+
+/// Text from the agent, with control and bidirectional-text characters
+/// escaped so a message cannot be garbled or disguised by them.
+fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 impl PathError {

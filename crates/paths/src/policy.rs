@@ -447,7 +447,7 @@ impl PathPolicy {
     fn spell<'s>(&self, spelling: &'s str) -> Result<Readings<'s>, PathError> {
         let aliases = self.inner.rules.aliases();
         let refuse = |why| PathError::Unjudgeable {
-            spelling: spelling.replace('\0', "\\0"),
+            spelling: spelling.to_owned(),
             why,
         };
         if let Some(why) = unjudgeable(spelling, aliases) {
