@@ -95,11 +95,17 @@ async fn escape_corpus() {
         std::os::unix::net::UnixListener::bind_addr(&addr).expect("abstract listener")
     };
 
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp socket");
+    let udp_port = udp.local_addr().expect("addr").port();
+    let unix_dir = Tree::new();
+    let unix_path = unix_dir.outside.join("agent.sock");
+    let unix_listener = std::os::unix::net::UnixListener::bind(&unix_path).expect("unix listener");
+
     let mut failures = Vec::new();
     for case in &corpus.case {
         let tree = Tree::new();
         let mut bystander = Bystander::start();
-        let vars: [(&str, String); 7] = [
+        let vars: [(&str, String); 9] = [
             ("{write}", tree.write.display().to_string()),
             ("{read}", tree.read.display().to_string()),
             ("{outside}", tree.outside.display().to_string()),
@@ -107,6 +113,8 @@ async fn escape_corpus() {
             ("{pid}", bystander.pid().to_string()),
             ("{ppid}", std::process::id().to_string()),
             ("{abstract}", abstract_name.clone()),
+            ("{udp}", udp_port.to_string()),
+            ("{unix}", unix_path.display().to_string()),
         ];
         let ops: Vec<String> = case
             .ops
@@ -167,7 +175,7 @@ async fn escape_corpus() {
             failures.push(format!("{}: a file appeared outside the roots", case.name));
         }
     }
-    drop((server, abstract_listener));
+    drop((server, abstract_listener, udp, unix_listener));
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",
@@ -330,9 +338,7 @@ async fn require_runs_when_enforcement_is_full() {
 
 #[test]
 fn spawning_outside_a_runtime_is_an_error_not_a_panic() {
-    if kernel_abi() == 0 {
-        return;
-    }
+    assert_landlock_here();
     let tree = Tree::new();
     let mut cmd = tokio::process::Command::new("/bin/true");
     let error = spawn_confined(&mut cmd, &tree.rules()).expect_err("no runtime");

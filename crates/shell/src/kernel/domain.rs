@@ -3,7 +3,7 @@
 
 use std::io;
 use std::os::fd::AsFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use landlock::{
@@ -107,18 +107,28 @@ impl Domain {
             let read = AccessFs::from_read(abi);
             let all = handled.fs;
             let device_rw = all & (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate);
-            let program = rules.program.as_deref().map(program_dirs);
-            let grants = RUNTIME_DIRS
+            let runtime = Runtime::get();
+            let file = AccessFs::from_file(abi);
+            let held = runtime
+                .dirs
                 .iter()
-                .chain(RUNTIME_ETC)
-                .chain(RUNTIME_DEVICES_READ)
+                .map(|(_, fd)| (fd, read))
+                .chain(runtime.devices_read.iter().map(|fd| (fd, read & file)))
+                .chain(runtime.devices_rw.iter().map(|fd| (fd, device_rw & file)));
+            for (fd, access) in held {
+                let rule = PathBeneath::new(fd.as_fd(), access);
+                ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
+            }
+            let program = rules.program.as_deref().map(program_dirs);
+            let program = program
+                .iter()
+                .flatten()
+                .filter(|dir| !runtime.covers(dir))
+                .map(|p| (p.as_path(), read));
+            let grants = RUNTIME_ETC
+                .iter()
                 .map(|p| (Path::new(*p), read))
-                .chain(
-                    RUNTIME_DEVICES_RW
-                        .iter()
-                        .map(|p| (Path::new(*p), device_rw)),
-                )
-                .chain(program.iter().flatten().map(|p| (p.as_path(), read)))
+                .chain(program)
                 .chain(rules.read.iter().map(|p| (p.as_path(), read)))
                 .chain(rules.write.iter().map(|p| (p.as_path(), all)));
             for (path, access) in grants {
@@ -143,16 +153,60 @@ impl Domain {
     }
 }
 
+/// The runtime directories and devices, opened once per process: they do
+/// not move, and opening them for every command was most of the cost of
+/// building a domain. (The `/etc` files are opened afresh for every
+/// command, because tools replace them — `resolv.conf`, `passwd` — and a
+/// held descriptor would keep granting the old file.)
+struct Runtime {
+    /// Canonical path and handle of each [`RUNTIME_DIRS`] entry that exists
+    /// and is not beneath another (on merged-`/usr` systems `/bin` is
+    /// `/usr/bin`).
+    dirs: Vec<(PathBuf, PathFd)>,
+    devices_read: Vec<PathFd>,
+    devices_rw: Vec<PathFd>,
+}
+
+impl Runtime {
+    fn get() -> &'static Self {
+        static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+        RUNTIME.get_or_init(|| {
+            let mut dirs: Vec<(PathBuf, PathFd)> = Vec::new();
+            for dir in RUNTIME_DIRS {
+                let Ok(real) = std::fs::canonicalize(dir) else {
+                    continue;
+                };
+                if !real.is_dir() || dirs.iter().any(|(kept, _)| real.starts_with(kept)) {
+                    continue;
+                }
+                if let Ok(fd) = PathFd::new(&real) {
+                    dirs.retain(|(kept, _)| !kept.starts_with(&real));
+                    dirs.push((real, fd));
+                }
+            }
+            let open = |paths: &[&str]| paths.iter().filter_map(|p| PathFd::new(p).ok()).collect();
+            Self {
+                dirs,
+                devices_read: open(RUNTIME_DEVICES_READ),
+                devices_rw: open(RUNTIME_DEVICES_RW),
+            }
+        })
+    }
+
+    /// Whether `dir` (canonical) is already beneath a runtime directory.
+    fn covers(&self, dir: &Path) -> bool {
+        self.dirs.iter().any(|(kept, _)| dir.starts_with(kept))
+    }
+}
+
 /// A rule granting `access` beneath `path` (masked to what a file can carry
 /// when `path` is not a directory); `None` when `path` cannot be opened.
 fn beneath(path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Option<PathBeneath<PathFd>> {
+    // The kind only narrows the rights to what the kernel accepts on a file;
+    // if the path changes kind before the open, the kernel refuses the rule
+    // (EINVAL) or the rule grants no more than `access`.
+    let is_dir = std::fs::metadata(path).ok()?.is_dir();
     let fd = PathFd::new(path).ok()?;
-    // fstat on the opened (O_PATH) descriptor: the kind of what the rule
-    // will hold, not of whatever the path names a moment later.
-    let is_dir = std::fs::File::from(fd.as_fd().try_clone_to_owned().ok()?)
-        .metadata()
-        .ok()?
-        .is_dir();
     let access = if is_dir {
         access
     } else {

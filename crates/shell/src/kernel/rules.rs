@@ -14,15 +14,15 @@ pub const RUNTIME_DIRS: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
 ];
 
-/// Single files and small directories of `/etc` that the C library, the
-/// loader and common tools read (the loader cache, users and groups for
-/// `whoami`/`ls -l`, name-service and resolver configuration, time zone,
-/// locale aliases, `file`'s magic, git's system config, CA certificates).
-/// Read only; everything else in `/etc` is not readable by the domain.
+/// Files (and two certificate directories) of `/etc` that the dynamic
+/// loader, the C library and common tools read by themselves: the loader
+/// cache and preload list, users and groups (`whoami`, `ls -l`), the
+/// name-service and resolver configuration, time zone, locale aliases,
+/// `file`'s magic, git's system config and the CA certificates. Read only;
+/// nothing else in `/etc` is readable by the domain. Entries that do not
+/// exist are skipped.
 pub const RUNTIME_ETC: &[&str] = &[
     "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
     "/etc/ld.so.preload",
     "/etc/localtime",
     "/etc/timezone",
@@ -36,15 +36,9 @@ pub const RUNTIME_ETC: &[&str] = &[
     "/etc/services",
     "/etc/protocols",
     "/etc/locale.alias",
-    "/etc/locale.conf",
-    "/etc/default/locale",
     "/etc/magic",
-    "/etc/mime.types",
     "/etc/gitconfig",
-    "/etc/inputrc",
-    "/etc/terminfo",
     "/etc/ssl/certs",
-    "/etc/ca-certificates",
     "/etc/pki/tls/certs",
 ];
 

@@ -20,6 +20,8 @@
 //! | `bind:ADDR` | TCP bind ADDR |
 //! | `signal:PID` | send SIGTERM to PID |
 //! | `abstract:NAME` | connect to the abstract UNIX socket NAME |
+//! | `unix:PATH` | connect to the UNIX socket at PATH |
+//! | `udp:ADDR` | send a UDP datagram to ADDR |
 //!
 //! Shared by the shell crate's kernel tests (which run their own test
 //! binary as the probe) and the `escape_probe` binary of the tests package.
@@ -42,6 +44,8 @@ pub(crate) enum Op {
     Bind(String),
     Signal(i32),
     Abstract(String),
+    Unix(String),
+    Udp(String),
 }
 
 /// Parses `VERB:OPERAND`.
@@ -74,6 +78,8 @@ pub(crate) fn parse(text: &str) -> Result<Op, String> {
                 .map_err(|_| format!("`{text}`: not a pid"))?,
         ),
         "abstract" => Op::Abstract(one),
+        "unix" => Op::Unix(one),
+        "udp" => Op::Udp(one),
         _ => return Err(format!("`{text}`: unknown verb `{verb}`")),
     })
 }
@@ -124,6 +130,13 @@ pub(crate) fn run(op: &Op) -> Result<(), i32> {
                 .map(drop)
                 .map_err(errno)
         }
+        Op::Unix(path) => std::os::unix::net::UnixStream::connect(path)
+            .map(drop)
+            .map_err(errno),
+        Op::Udp(addr) => std::net::UdpSocket::bind("127.0.0.1:0")
+            .and_then(|socket| socket.send_to(b"escape_probe", addr.as_str()))
+            .map(drop)
+            .map_err(errno),
     }
 }
 
