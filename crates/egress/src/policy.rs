@@ -297,14 +297,18 @@ impl EgressPolicy {
                 max: MAX_URL_BYTES,
             });
         }
-        if has_zone_id(raw) {
-            return Err(EgressError::ZoneId {
-                url: raw.to_owned(),
-            });
-        }
-        let url = Url::parse(raw).map_err(|e| EgressError::InvalidUrl {
-            url: raw.to_owned(),
-            reason: e.to_string(),
+        // The parser refuses zone ids too; name the rule when that is why.
+        let url = Url::parse(raw).map_err(|e| {
+            if has_zone_id(raw) {
+                EgressError::ZoneId {
+                    url: raw.to_owned(),
+                }
+            } else {
+                EgressError::InvalidUrl {
+                    url: raw.to_owned(),
+                    reason: e.to_string(),
+                }
+            }
         })?;
         self.check_parsed(url, method)
     }

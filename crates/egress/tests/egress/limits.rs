@@ -6,20 +6,33 @@ use std::sync::Arc;
 use agentcaps_egress::{EgressError, Phase};
 
 use crate::support::dns::DnsServer;
+use crate::support::http::Server as TestServer;
 use crate::support::http::{Misbehave, Reply, Server, handler, misbehaving};
 use crate::support::{client, loopback_policy};
+
+/// A policy that opens `server` (on 127.0.0.2) and nothing else.
+fn open_to(dns: &DnsServer, server: &TestServer) -> agentcaps_egress::EgressPolicyConfig {
+    loopback_policy(dns, &["127.0.0.2/32"], &[server.port()])
+}
+
+/// `GET http://127.0.0.2:port/` under `config`.
+async fn get(
+    config: &agentcaps_egress::EgressPolicyConfig,
+    server: &TestServer,
+) -> Result<agentcaps_egress::Response, EgressError> {
+    client(config)
+        .get(&format!("http://127.0.0.2:{}/", server.port()))
+        .send()
+        .await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_answers_hits_the_header_timeout() {
     let dns = DnsServer::start().await;
     let server = misbehaving("127.0.0.2:0", Misbehave::Stall).await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.header_timeout_ms = 300;
-    let err = client(&config)
-        .get(&format!("http://127.0.0.2:{}/", server.port()))
-        .send()
-        .await
-        .unwrap_err();
+    let err = get(&config, &server).await.unwrap_err();
     assert!(
         matches!(
             err,
@@ -42,13 +55,9 @@ async fn a_dripping_body_is_cut_at_the_total_deadline_and_says_so() {
         Misbehave::Drip(std::time::Duration::from_millis(20)),
     )
     .await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.timeout_ms = 600;
-    let response = client(&config)
-        .get(&format!("http://127.0.0.2:{}/", server.port()))
-        .send()
-        .await
-        .unwrap();
+    let response = get(&config, &server).await.unwrap();
     let body = response.bytes().await.unwrap();
     assert!(body.timed_out);
     assert!(!body.truncated);
@@ -63,13 +72,9 @@ async fn a_dripping_body_is_cut_at_the_total_deadline_and_says_so() {
 async fn an_endless_body_is_cut_at_max_response_bytes() {
     let dns = DnsServer::start().await;
     let server = misbehaving("127.0.0.2:0", Misbehave::Forever).await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.max_response_bytes = 100_000;
-    let response = client(&config)
-        .get(&format!("http://127.0.0.2:{}/", server.port()))
-        .send()
-        .await
-        .unwrap();
+    let response = get(&config, &server).await.unwrap();
     let body = response.text().await.unwrap();
     assert!(body.truncated);
     assert!(!body.timed_out);
@@ -80,7 +85,7 @@ async fn an_endless_body_is_cut_at_max_response_bytes() {
 async fn a_body_exactly_at_the_limit_is_not_truncated() {
     let dns = DnsServer::start().await;
     let server = Server::start("127.0.0.2:0", handler(|_| Reply::ok(&"z".repeat(1000)))).await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.max_response_bytes = 1000;
     let c = client(&config);
     let url = format!("http://127.0.0.2:{}/", server.port());
@@ -102,13 +107,9 @@ async fn a_body_exactly_at_the_limit_is_not_truncated() {
 async fn response_headers_over_the_limit_are_refused() {
     let dns = DnsServer::start().await;
     let server = misbehaving("127.0.0.2:0", Misbehave::HugeHeaders(200_000)).await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.max_header_bytes = 16 * 1024;
-    let err = client(&config)
-        .get(&format!("http://127.0.0.2:{}/", server.port()))
-        .send()
-        .await
-        .unwrap_err();
+    let err = get(&config, &server).await.unwrap_err();
     assert_eq!(err.rule(), "size.headers", "{err}");
 }
 
@@ -117,13 +118,9 @@ async fn headers_under_hypers_buffer_but_over_the_policy_are_refused() {
     // 6 KiB of headers against a 2 KiB policy: counted by the client itself.
     let dns = DnsServer::start().await;
     let server = misbehaving("127.0.0.2:0", Misbehave::HugeHeaders(6 * 1024)).await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.max_header_bytes = 2 * 1024;
-    let err = client(&config)
-        .get(&format!("http://127.0.0.2:{}/", server.port()))
-        .send()
-        .await
-        .unwrap_err();
+    let err = get(&config, &server).await.unwrap_err();
     assert_eq!(err.rule(), "size.headers", "{err}");
 }
 
@@ -155,7 +152,7 @@ async fn one_deadline_covers_the_whole_redirect_chain() {
         }),
     )
     .await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.timeout_ms = 500;
     config.header_timeout_ms = 400;
     config.max_redirects = 20;
@@ -173,12 +170,8 @@ async fn a_streamed_body_arrives_chunk_by_chunk() {
     let dns = DnsServer::start().await;
     let go = Arc::new(tokio::sync::Notify::new());
     let server = misbehaving("127.0.0.2:0", Misbehave::TwoChunks(go.clone())).await;
-    let config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
-    let mut response = client(&config)
-        .get(&format!("http://127.0.0.2:{}/", server.port()))
-        .send()
-        .await
-        .unwrap();
+    let config = open_to(&dns, &server);
+    let mut response = get(&config, &server).await.unwrap();
     // The server sends the second chunk only after the first was read.
     assert_eq!(&response.chunk().await.unwrap().unwrap()[..], b"first");
     go.notify_one();
@@ -190,7 +183,7 @@ async fn a_streamed_body_arrives_chunk_by_chunk() {
 async fn a_request_body_over_the_limit_is_refused_before_connecting() {
     let dns = DnsServer::start().await;
     let server = Server::start("127.0.0.2:0", handler(|_| Reply::ok(""))).await;
-    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    let mut config = open_to(&dns, &server);
     config.allowed_methods = vec!["POST".into()];
     config.max_request_bytes = 10;
     let err = client(&config)
@@ -204,4 +197,19 @@ async fn a_request_body_over_the_limit_is_refused_before_connecting() {
         .unwrap_err();
     assert_eq!(err.rule(), "size.request");
     assert_eq!(server.connections(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_handshake_that_never_completes_hits_the_connect_timeout() {
+    let dns = DnsServer::start().await;
+    // Accepts TCP, reads, never answers: the TLS handshake stalls.
+    let server = misbehaving("127.0.0.2:0", Misbehave::Stall).await;
+    let mut config = open_to(&dns, &server);
+    config.connect_timeout_ms = 300;
+    let err = client(&config)
+        .get(&format!("https://127.0.0.2:{}/", server.port()))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(err.rule(), "time.connect", "{err}");
 }

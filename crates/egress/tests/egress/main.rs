@@ -3,9 +3,11 @@
 #![allow(unreachable_pub)] // support items are `pub` for the test modules of this one binary
 
 mod e2e;
+mod invariants;
 mod knobs;
 mod limits;
 mod messages;
+mod oracle;
 mod proxy;
 mod support;
 mod tables;
