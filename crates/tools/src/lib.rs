@@ -1,3 +1,68 @@
-//! `agentcaps-tools` — agent tools, the MCP server and the `agentcaps` CLI.
-//! **Not built yet**: see SPEC.md §5.
+//! # agentcaps-tools
+//!
+//! The eight agent tools of agentcaps — `read_file`, `write_file`,
+//! `list_directory`, `file_info`, `search_files`, `shell_command`,
+//! `http_request`, `apply_patch` — held to one [`agentcaps::Policy`], with
+//! JSON Schemas, descriptions generated from the live policy, an MCP server
+//! ([`McpServer`], `agentcaps mcp`) and the `agentcaps` command line.
+//!
+//! [`Toolbox`] is framework-neutral: list the tools, then dispatch a call by
+//! name with JSON arguments. A refusal is a [`ToolError`] whose
+//! [`to_model_text`](ToolError::to_model_text) tells the model what was
+//! refused, the rule, and what is allowed instead.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use agentcaps_tools::Toolbox;
+//! use serde_json::json;
+//!
+//! let dir = std::env::temp_dir().join(format!("agentcaps-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let policy = agentcaps::Policy::default_for(&dir)?;
+//! let toolbox = Toolbox::new(&policy, &dir)?;
+//!
+//! // Allowed: a file inside the working directory.
+//! toolbox.call("write_file", json!({"path": "notes.txt", "content": "hi\n"})).await?;
+//! let read = toolbox.call("read_file", json!({"path": "notes.txt"})).await?;
+//! assert_eq!(read.structured["content"], "hi\n");
+//!
+//! // Refused: a path that leads out of the allowed root.
+//! let refused = toolbox.call("read_file", json!({"path": "../../etc/passwd"})).await.unwrap_err();
+//! assert!(refused.is_refusal());
+//! assert_eq!(refused.rule(), "outside-roots");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Security
+//!
+//! File tools act only through [`agentcaps::paths::Beneath`]: the path is
+//! judged where it really leads and then used beneath the root's directory
+//! handle, so a link swapped in after the check makes the call fail instead
+//! of escaping. `search_files` never follows links and judges every file it
+//! reads. `shell_command` runs one program with no shell, under
+//! `agentcaps-shell`'s rules; `http_request` connects only to addresses
+//! `agentcaps-egress` judged. What is not protected is listed in the
+//! workspace README (hard links, races inside child processes, the
+//! `development` preset).
 #![forbid(unsafe_code)]
+
+mod calllog;
+mod describe;
+mod error;
+mod files;
+mod http;
+pub mod inputs;
+mod mcp;
+mod patch;
+mod search;
+mod shell;
+mod toolbox;
+
+pub use calllog::CallLog;
+pub use error::{MAX_ERROR_CHARS, ToolError};
+pub use http::header_map;
+pub use mcp::{McpError, McpServer};
+pub use shell::CommandOutput;
+pub use toolbox::{CallRecord, TOOL_NAMES, ToolOutput, ToolSpec, Toolbox};

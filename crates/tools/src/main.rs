@@ -1,7 +1,9 @@
-//! The `agentcaps` command line (not built yet).
+//! The `agentcaps` command line: `check`, `run`, `fetch`, `patch`, `mcp`.
+//! Run `agentcaps --help`.
 #![forbid(unsafe_code)]
 
+mod cli;
+
 fn main() {
-    eprintln!("agentcaps: not built yet");
-    std::process::exit(1);
+    std::process::exit(cli::main());
 }

@@ -1,0 +1,83 @@
+//! One structured line per tool call: `{"ts":…,"tool":…,"decision":…,
+//! "rule":…,"duration_ms":…}`, to stderr or a file — never stdout, which
+//! belongs to the MCP protocol.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::toolbox::CallRecord;
+
+/// Where call records go.
+#[derive(Debug)]
+pub struct CallLog {
+    sink: Sink,
+}
+
+#[derive(Debug)]
+enum Sink {
+    Stderr,
+    File(Mutex<File>),
+    Off,
+}
+
+impl CallLog {
+    /// Log to standard error.
+    pub fn stderr() -> Self {
+        Self { sink: Sink::Stderr }
+    }
+
+    /// Append to the file at `path` (created if missing).
+    ///
+    /// # Errors
+    ///
+    /// The I/O error if the file cannot be opened for appending.
+    pub fn file(path: &Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(Self {
+            sink: Sink::File(Mutex::new(file)),
+        })
+    }
+
+    /// Log nothing.
+    pub fn off() -> Self {
+        Self { sink: Sink::Off }
+    }
+
+    /// The line for `record` (without the newline).
+    pub fn line(record: &CallRecord) -> String {
+        let ts = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0);
+        serde_json::json!({
+            "ts_ms": ts,
+            "tool": record.tool,
+            "decision": record.decision,
+            "rule": record.rule,
+            "duration_ms": record.duration_ms,
+        })
+        .to_string()
+    }
+
+    /// Writes one line for `record`. A failing log never fails the call.
+    pub fn record(&self, record: &CallRecord) {
+        let line = Self::line(record);
+        match &self.sink {
+            Sink::Stderr => {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+            Sink::File(file) => {
+                if let Ok(mut file) = file.lock() {
+                    let _ = writeln!(file, "{line}");
+                }
+            }
+            Sink::Off => {}
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! `agentcaps check path|shell|url|policy`: ask the policy, act on nothing.
+
+use agentcaps::paths::Access;
+use serde_json::json;
+
+use super::{
+    CheckPathArgs, CommonArgs, Outcome, ShellArgs, UrlArgs, dir_arg, load_policy, runtime,
+};
+
+/// `check path`: every path is judged; the answer is `deny` if any is.
+pub(crate) fn path(args: &CheckPathArgs) -> Outcome {
+    match path_inner(args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn path_inner(args: &CheckPathArgs) -> Result<Outcome, Outcome> {
+    let policy = load_policy(args.common.policy.as_deref())?;
+    let cwd = dir_arg(args.cwd.as_deref())?;
+    let paths = policy
+        .path_policy()
+        .map_err(|e| Outcome::usage("policy", e.to_string()))?;
+    let access = if args.write {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    let mut results = Vec::new();
+    let mut lines = Vec::new();
+    let mut first_refusal: Option<(&'static str, String)> = None;
+    let mut failure: Option<String> = None;
+    for spelling in &args.paths {
+        match paths.check(&cwd, spelling, access) {
+            Ok(checked) => {
+                let location = checked.location().display().to_string();
+                lines.push(format!("allow  {spelling}  ->  {location}"));
+                results.push(json!({"path": spelling, "decision": "allow", "location": location}));
+            }
+            Err(e) => {
+                let decision = if e.is_refusal() { "deny" } else { "error" };
+                lines.push(format!("{decision:<5}  {spelling}  ({}) {e}", e.rule()));
+                results.push(json!({"path": spelling, "decision": decision, "rule": e.rule(), "reason": e.to_string()}));
+                if e.is_refusal() {
+                    first_refusal.get_or_insert((e.rule(), e.to_string()));
+                } else {
+                    failure.get_or_insert(e.to_string());
+                }
+            }
+        }
+    }
+    let outcome = match (first_refusal, failure) {
+        (Some((rule, reason)), _) => Outcome::refused(rule, reason),
+        (None, Some(reason)) => Outcome::failed("io", reason),
+        (None, None) => Outcome::allowed("allowed"),
+    };
+    let access_name = if args.write { "write" } else { "read" };
+    Ok(outcome
+        .with("access", json!(access_name))
+        .with("paths", json!(results))
+        .text(lines.join("\n")))
+}
+
+/// `check shell`: validate, never run.
+pub(crate) fn shell(args: &ShellArgs) -> Outcome {
+    match super::run::validate(args) {
+        Ok((validated, _policy)) => Outcome::allowed(format!(
+            "allow  {}",
+            serde_json::to_string(&validated.argv()).unwrap_or_default()
+        ))
+        .with("argv", json!(validated.argv())),
+        Err(outcome) => outcome,
+    }
+}
+
+/// `check url`: resolve and judge every address, without connecting.
+pub(crate) fn url(args: &UrlArgs) -> Outcome {
+    match url_inner(args) {
+        Ok(outcome) | Err(outcome) => outcome,
+    }
+}
+
+fn url_inner(args: &UrlArgs) -> Result<Outcome, Outcome> {
+    let policy = load_policy(args.common.policy.as_deref())?;
+    let egress = policy
+        .egress_policy()
+        .map_err(|e| Outcome::usage("policy", e.to_string()))?;
+    let method = super::fetch::method(&args.method)?;
+    let client =
+        agentcaps::egress::Client::new(egress).map_err(|e| super::fetch::egress_outcome(&e))?;
+    let rt = runtime()?;
+    let checked = rt.block_on(client.resolve_and_check(&args.url, &method));
+    match checked {
+        Ok(resolved) => {
+            let addresses: Vec<String> =
+                resolved.addresses.iter().map(ToString::to_string).collect();
+            Ok(
+                Outcome::allowed(format!("allow  {}  ->  {}", args.url, addresses.join(", ")))
+                    .with("url", json!(args.url))
+                    .with("addresses", json!(addresses)),
+            )
+        }
+        Err(e) => Err(super::fetch::egress_outcome(&e).with("url", json!(args.url))),
+    }
+}
+
+/// `check policy`: print the effective policy and its warnings.
+pub(crate) fn policy(args: &CommonArgs) -> Outcome {
+    let policy = match load_policy(args.policy.as_deref()) {
+        Ok(policy) => policy,
+        Err(outcome) => return outcome,
+    };
+    let warnings: Vec<String> = policy.notices().iter().map(ToString::to_string).collect();
+    let origin = format!("{:?}", policy.origin());
+    let mut text = format!("# policy: {origin}\n");
+    for warning in &warnings {
+        text.push_str(&format!("# {warning}\n"));
+    }
+    if args.policy.is_none() {
+        text.push_str(agentcaps::DEFAULT_POLICY_TOML);
+    }
+    let built = policy
+        .path_policy()
+        .map_err(|e| e.to_string())
+        .and_then(|_| policy.shell_policy().map(|_| ()).map_err(|e| e.to_string()))
+        .and_then(|_| {
+            policy
+                .egress_policy()
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+    match built {
+        Ok(()) => Outcome::allowed(text.trim_end().to_owned())
+            .with("origin", json!(origin))
+            .with("warnings", json!(warnings)),
+        Err(reason) => Outcome::usage("policy", reason).with("warnings", json!(warnings)),
+    }
+}

@@ -1,0 +1,260 @@
+//! The `agentcaps` command line (SPEC §5.2): argument parsing, policy
+//! loading, and dispatch to one module per subcommand.
+
+mod check;
+mod fetch;
+mod patch;
+mod report;
+mod run;
+
+use std::path::{Path, PathBuf};
+
+use agentcaps::Policy;
+use clap::{Args, Parser, Subcommand};
+
+pub(crate) use report::{Exit, Outcome};
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 allowed (for `run`: the command ran; its own exit code is in the result),
+            3 refused by the policy, 2 usage or policy-file error, 1 anything else.
+
+Without --policy, the built-in default applies: the current directory readable and
+writable (.git and **/.env* blocked, plus built-in secrets), the read-only shell preset
+with file arguments held to that, web requests to public addresses with GET/HEAD,
+and patches under the current directory. `agentcaps check policy` prints it.
+
+Examples:
+  agentcaps check path ../etc/passwd src/main.rs
+  agentcaps check shell -- cat ../secret.txt
+  agentcaps run --command 'ls -la src'
+  agentcaps fetch https://docs.rs/
+  git diff | agentcaps patch --dry-run -
+  agentcaps mcp --policy agentcaps.toml      # MCP server on stdio";
+
+/// agentcaps: let an LLM agent use files, a shell, the web and patches
+/// without reaching what it must not.
+#[derive(Debug, Parser)]
+#[command(name = "agentcaps", version, after_help = AFTER_HELP)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Ask the policy about a path, a command or a URL, without acting.
+    #[command(subcommand)]
+    Check(CheckCommand),
+    /// Validate a command and run it (no shell), as `shell_command` would.
+    Run(RunArgs),
+    /// Fetch a URL through the egress policy, as `http_request` would.
+    Fetch(FetchArgs),
+    /// Apply a unified diff or `*** Begin Patch` envelope atomically.
+    Patch(PatchArgs),
+    /// Serve the eight tools over MCP on stdin/stdout.
+    Mcp(McpArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum CheckCommand {
+    /// Would these paths be allowed? (judged where they really lead)
+    Path(CheckPathArgs),
+    /// Would this command be allowed to run?
+    Shell(ShellArgs),
+    /// Would this URL be fetched? Resolves the name and judges every address.
+    Url(UrlArgs),
+    /// Print the effective policy file and its warnings.
+    Policy(CommonArgs),
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args)]
+pub(crate) struct CommonArgs {
+    /// Policy file (TOML). Without it, the built-in default applies.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckPathArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Directory relative paths are relative to (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Judge for writing (create or modify) instead of reading.
+    #[arg(long)]
+    write: bool,
+    /// Paths as an agent would write them.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ShellArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Working directory (default: the policy's working directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// The command as one string (POSIX quoting, no expansion, no operators).
+    #[arg(long, value_name = "STRING", conflicts_with = "argv")]
+    command: Option<String>,
+    /// The command as argv, after `--`.
+    #[arg(last = true, value_name = "ARGV")]
+    argv: Vec<String>,
+}
+
+pub(crate) type RunArgs = ShellArgs;
+
+#[derive(Debug, Args)]
+pub(crate) struct UrlArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// HTTP method.
+    #[arg(long, short = 'X', default_value = "GET", value_name = "M")]
+    method: String,
+    /// The URL.
+    url: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FetchArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// HTTP method.
+    #[arg(long, short = 'X', default_value = "GET", value_name = "M")]
+    method: String,
+    /// A request header, `Name: value` (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Request body.
+    #[arg(long, value_name = "STRING")]
+    data: Option<String>,
+    /// The URL.
+    url: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PatchArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Directory the patch's paths are relative to (default: current directory).
+    #[arg(long, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// Report what would change without writing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Strip N leading components from names (default: git's a/ and b/ only).
+    #[arg(short = 'p', value_name = "N")]
+    strip: Option<usize>,
+    /// The patch file, or `-` for standard input (the default).
+    #[arg(value_name = "FILE|-", default_value = "-")]
+    file: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// Policy file (TOML). Without it, the built-in default applies.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+    /// Append the per-call log (JSON lines) to FILE instead of stderr.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+}
+
+/// Runs the command line; returns the process exit code.
+pub(crate) fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Allowed
+            };
+            let _ = e.print();
+            return code as i32;
+        }
+    };
+    let (json, outcome) = match cli.command {
+        Command::Check(CheckCommand::Path(args)) => (args.common.json, check::path(&args)),
+        Command::Check(CheckCommand::Shell(args)) => (args.common.json, check::shell(&args)),
+        Command::Check(CheckCommand::Url(args)) => (args.common.json, check::url(&args)),
+        Command::Check(CheckCommand::Policy(args)) => (args.json, check::policy(&args)),
+        Command::Run(args) => (args.common.json, run::run(&args)),
+        Command::Fetch(args) => (args.common.json, fetch::fetch(&args)),
+        Command::Patch(args) => (args.common.json, patch::patch(&args)),
+        Command::Mcp(args) => (false, mcp(&args)),
+    };
+    outcome.print(json)
+}
+
+/// The process's current directory, made absolute.
+fn current_dir() -> Result<PathBuf, Outcome> {
+    std::env::current_dir()
+        .map_err(|e| Outcome::failed("io", format!("cannot read the current directory: {e}")))
+}
+
+/// `dir` made absolute against the current directory (default: it).
+fn dir_arg(dir: Option<&Path>) -> Result<PathBuf, Outcome> {
+    let cwd = current_dir()?;
+    Ok(match dir {
+        Some(dir) => cwd.join(dir),
+        None => cwd,
+    })
+}
+
+/// Loads `--policy`, or the built-in default for the current directory.
+fn load_policy(policy: Option<&Path>) -> Result<Policy, Outcome> {
+    let result = match policy {
+        Some(file) => Policy::load(file),
+        None => Policy::default_for(&current_dir()?),
+    };
+    let policy = result.map_err(|e| Outcome::usage("policy", e.to_string()))?;
+    for notice in policy.notices() {
+        eprintln!("{notice}");
+    }
+    Ok(policy)
+}
+
+/// A current-thread tokio runtime for the async subcommands.
+fn runtime() -> Result<tokio::runtime::Runtime, Outcome> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Outcome::failed("io", format!("cannot start the async runtime: {e}")))
+}
+
+fn mcp(args: &McpArgs) -> Outcome {
+    match mcp_inner(args) {
+        Ok(()) => Outcome::quiet(Exit::Allowed),
+        Err(outcome) => outcome,
+    }
+}
+
+fn mcp_inner(args: &McpArgs) -> Result<(), Outcome> {
+    let policy = load_policy(args.policy.as_deref())?;
+    let base = current_dir()?;
+    let log = match &args.log {
+        Some(file) => agentcaps_tools::CallLog::file(file).map_err(|e| {
+            Outcome::usage(
+                "log",
+                format!("cannot open log file {}: {e}", file.display()),
+            )
+        })?,
+        None => agentcaps_tools::CallLog::stderr(),
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let toolbox = agentcaps_tools::Toolbox::new(&policy, &base)
+            .map_err(|e| Outcome::usage(e.rule(), e.to_string()))?;
+        agentcaps_tools::McpServer::new(toolbox, log)
+            .serve_stdio()
+            .await
+            .map_err(|e| Outcome::failed("mcp", e.to_string()))
+    })
+}

@@ -1,0 +1,70 @@
+//! `agentcaps run` (and the validation half, shared with `check shell`).
+
+use agentcaps::shell::{CommandRequest, ShellError, ShellPolicy, ValidatedCommand};
+use serde_json::json;
+
+use super::{Outcome, ShellArgs, dir_arg, load_policy, runtime};
+
+/// The outcome for a shell refusal or failure.
+pub(crate) fn shell_outcome(e: &ShellError) -> Outcome {
+    if e.is_refusal() {
+        Outcome::refused(e.rule(), e.to_string())
+    } else {
+        Outcome::failed(e.rule(), e.to_string())
+    }
+}
+
+/// Loads the policy and validates the command of `args`.
+pub(crate) fn validate(args: &ShellArgs) -> Result<(ValidatedCommand, ShellPolicy), Outcome> {
+    let policy = load_policy(args.common.policy.as_deref())?;
+    let shell = policy
+        .shell_policy()
+        .map_err(|e| Outcome::usage("policy", e.to_string()))?;
+    let mut request = match (&args.command, args.argv.is_empty()) {
+        (Some(command), true) => CommandRequest::line(command.clone()),
+        (None, false) => CommandRequest::argv(args.argv.clone()),
+        _ => {
+            return Err(Outcome::usage(
+                "usage",
+                "give the command after `--` (argv) or with --command STRING",
+            ));
+        }
+    };
+    if let Some(cwd) = &args.cwd {
+        request = request.with_cwd(dir_arg(Some(cwd))?.to_string_lossy().into_owned());
+    }
+    let validated = shell.validate(&request).map_err(|e| shell_outcome(&e))?;
+    Ok((validated, shell))
+}
+
+/// `run`: validate, run, print the child's output; exit 0 when it ran.
+pub(crate) fn run(args: &ShellArgs) -> Outcome {
+    let (validated, shell) = match validate(args) {
+        Ok(ok) => ok,
+        Err(outcome) => return outcome,
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(outcome) => return outcome,
+    };
+    match rt.block_on(shell.run(validated)) {
+        Ok(result) => {
+            let result = agentcaps_tools::CommandOutput::from(result);
+            let mut text = result.stdout.clone();
+            if !result.stderr.is_empty() {
+                eprint!("{}", result.stderr);
+            }
+            if result.timed_out {
+                eprintln!("agentcaps: the command timed out and was killed");
+            }
+            if text.ends_with('\n') {
+                text.pop();
+            }
+            let value = serde_json::to_value(&result).unwrap_or_default();
+            Outcome::allowed(text)
+                .with("result", value)
+                .with("ran", json!(true))
+        }
+        Err(e) => shell_outcome(&e),
+    }
+}

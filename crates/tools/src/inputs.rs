@@ -1,0 +1,126 @@
+//! The tools' typed inputs (SPEC §5.3). Each is a JSON object; unknown
+//! fields are refused so a misspelt argument is reported, not ignored. The
+//! doc comments become the schema descriptions a model reads.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Arguments of `read_file`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFile {
+    /// The file to read, relative to the working directory or absolute.
+    pub path: String,
+    /// First line to return, 1-based (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_line: Option<u64>,
+    /// Most lines to return (default 2000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_lines: Option<u64>,
+}
+
+/// Arguments of `write_file`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFile {
+    /// The file to write, relative to the working directory or absolute.
+    /// Missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file (UTF-8 text).
+    pub content: String,
+    /// Replace the file if it exists (default false: refuse to replace).
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+/// Arguments of `list_directory`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDirectory {
+    /// The directory to list, relative to the working directory or absolute.
+    pub path: String,
+    /// Also list subdirectories, depth first (default false). Links are
+    /// reported, never followed.
+    #[serde(default)]
+    pub recursive: bool,
+    /// Most entries to return (default 1000, at most 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_entries: Option<u32>,
+}
+
+/// Arguments of `file_info`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileInfo {
+    /// The file or directory, relative to the working directory or absolute.
+    /// A link is described, not followed.
+    pub path: String,
+}
+
+/// Arguments of `search_files`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchFiles {
+    /// A regular expression (Rust `regex` syntax), matched line by line.
+    pub pattern: String,
+    /// The directory to search (default: the working directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Only search files whose path matches this glob, such as `*.rs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<String>,
+    /// Most matching lines to return (default 100, at most 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_matches: Option<u32>,
+}
+
+/// Arguments of `shell_command`: give exactly one of `argv` or `command`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShellCommand {
+    /// The program and its arguments, one string each (preferred), such as
+    /// `["ls", "-la", "src"]`. No shell is involved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// The command as one string, split with POSIX quoting and NO expansion:
+    /// no pipes, redirection, `;`, `&&`, variables or globs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Working directory (default: the server's working directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Timeout in milliseconds, capped by the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Arguments of `http_request`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpRequest {
+    /// An absolute `http://` or `https://` URL.
+    pub url: String,
+    /// The HTTP method (default `GET`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Request headers, name to value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Request body (UTF-8 text), for methods the policy allows a body with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
+/// Arguments of `apply_patch`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyPatch {
+    /// A unified diff (plain or git-style; `a/` and `b/` prefixes are
+    /// stripped) or a `*** Begin Patch` ... `*** End Patch` envelope.
+    pub patch: String,
+    /// Report what would change without writing anything (default false).
+    #[serde(default)]
+    pub dry_run: bool,
+}

@@ -1,0 +1,173 @@
+//! `shell_command`: validate with `agentcaps-shell`, then run (no shell,
+//! process group killed on timeout, output capped).
+
+use std::time::Duration;
+
+use agentcaps::Policy;
+use agentcaps::shell::{CommandRequest, Exit, RunResult, ShellError, ShellPolicy};
+use serde::Serialize;
+
+use crate::{ToolError, inputs};
+
+const TOOL: &str = "shell_command";
+
+/// The shell tool: the built policy and what it allows, in words.
+pub(crate) struct ShellTool {
+    policy: ShellPolicy,
+    allowed: String,
+    described: String,
+}
+
+/// What a command produced, as the tool and `agentcaps run --json` report it.
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct CommandOutput {
+    /// The exit code, when the program exited.
+    pub exit_code: Option<i32>,
+    /// The signal that killed it, when it was killed (on timeout: 9).
+    pub signal: Option<i32>,
+    /// Standard output (UTF-8, invalid bytes replaced, capped).
+    pub stdout: String,
+    /// Standard error, likewise.
+    pub stderr: String,
+    /// Standard output was cut at the policy's `max_output_bytes`.
+    pub stdout_truncated: bool,
+    /// Standard error was cut at the policy's `max_output_bytes`.
+    pub stderr_truncated: bool,
+    /// The timeout expired and the whole process group was killed.
+    pub timed_out: bool,
+    /// Wall time, in milliseconds.
+    pub duration_ms: u64,
+    /// The argv that ran.
+    pub argv: Vec<String>,
+    /// The program executed (found in the child's `PATH`).
+    pub program: String,
+    /// What the kernel enforced on the child: `full`, `partial (abi N)`, `none`.
+    pub enforced: String,
+}
+
+impl From<RunResult> for CommandOutput {
+    fn from(result: RunResult) -> Self {
+        let (exit_code, signal) = match result.exit {
+            Exit::Code(code) => (Some(code), None),
+            Exit::Signal(signal) => (None, Some(signal)),
+            _ => (None, None),
+        };
+        Self {
+            exit_code,
+            signal,
+            stdout: result.stdout,
+            stderr: result.stderr,
+            stdout_truncated: result.truncated.stdout,
+            stderr_truncated: result.truncated.stderr,
+            timed_out: result.timed_out,
+            duration_ms: u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+            argv: result.argv,
+            program: result.program.display().to_string(),
+            enforced: result.enforced.to_string(),
+        }
+    }
+}
+
+impl ShellTool {
+    pub(crate) fn new(policy: &Policy) -> Result<Self, ToolError> {
+        let shell = policy.shell_policy()?;
+        let (described, allowed) = describe_shell(&shell);
+        Ok(Self {
+            policy: shell,
+            allowed,
+            described,
+        })
+    }
+
+    /// "Allowed programs: …" for the description.
+    pub(crate) fn described(&self) -> &str {
+        &self.described
+    }
+
+    fn request(input: inputs::ShellCommand) -> Result<CommandRequest, ToolError> {
+        let invalid = |message: &str| ToolError::InvalidArguments {
+            tool: TOOL,
+            message: message.to_owned(),
+        };
+        let mut request = match (input.argv, input.command) {
+            (Some(argv), None) => CommandRequest::argv(argv),
+            (None, Some(command)) => CommandRequest::line(command),
+            (Some(_), Some(_)) => {
+                return Err(invalid("give either `argv` or `command`, not both"));
+            }
+            (None, None) => {
+                return Err(invalid(
+                    "missing `argv` (an array of strings) or `command` (a string)",
+                ));
+            }
+        };
+        if let Some(cwd) = input.cwd {
+            request = request.with_cwd(cwd);
+        }
+        if let Some(ms) = input.timeout_ms {
+            request = request.with_timeout(Duration::from_millis(ms));
+        }
+        Ok(request)
+    }
+
+    fn refused(&self, source: ShellError) -> ToolError {
+        // That refusal lists the allowed programs itself.
+        let allowed = if source.rule() == "not-allowed-program" {
+            String::new()
+        } else {
+            self.allowed.clone()
+        };
+        ToolError::Shell {
+            tool: TOOL,
+            source: Box::new(source),
+            allowed,
+        }
+    }
+
+    /// The default working directory of commands.
+    pub(crate) fn working_directory(&self) -> &std::path::Path {
+        self.policy.working_directory()
+    }
+
+    pub(crate) async fn run(
+        &self,
+        input: inputs::ShellCommand,
+    ) -> Result<CommandOutput, ToolError> {
+        let request = Self::request(input)?;
+        let validated = self
+            .policy
+            .validate(&request)
+            .map_err(|e| self.refused(e))?;
+        let result = self
+            .policy
+            .run(validated)
+            .await
+            .map_err(|e| self.refused(e))?;
+        Ok(result.into())
+    }
+}
+
+/// (the description, the short form for refusals)
+fn describe_shell(policy: &ShellPolicy) -> (String, String) {
+    let mut programs: Vec<String> = policy.allowed_commands().to_vec();
+    programs.extend(
+        policy
+            .allowed_programs()
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
+    let files = if policy.path_policy().is_some() {
+        "file arguments are held to the file policy"
+    } else {
+        "file arguments are NOT checked"
+    };
+    let short = format!("Allowed programs: {}.", crate::describe::list(&programs));
+    let long = format!(
+        "Allowed programs: {}; {files}. Timeout at most {} ms; output capped at {} bytes per stream.",
+        crate::describe::list(&programs),
+        policy.timeout().as_millis(),
+        policy.max_output_bytes(),
+    );
+    (long, short)
+}

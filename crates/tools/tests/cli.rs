@@ -1,0 +1,297 @@
+//! The `agentcaps` binary as a user runs it, driven by `data/cli_cases.toml`:
+//! exit codes, the `--json` shape, and what reaches stdout.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Corpus {
+    case: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    args: Vec<String>,
+    exit: i32,
+    decision: Option<String>,
+    rule: Option<String>,
+    #[serde(default = "yes")]
+    json_output: bool,
+    policy: Option<String>,
+    stdin: Option<String>,
+    stdout_contains: Option<String>,
+    why: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn agentcaps(dir: &std::path::Path, args: &[String], stdin: Option<&str>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentcaps"))
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agentcaps");
+    if let Some(mut pipe) = child.stdin.take() {
+        pipe.write_all(stdin.unwrap_or("").as_bytes())
+            .expect("stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn cli_corpus() {
+    let tree = common::Tree::new();
+    let port = common::http_server();
+    let closed = common::closed_port();
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"ls\", \"cat\", \"echo\"]\npath_policy = true\n\n[egress]\nallowed_cidrs = [\"127.0.0.0/8\"]\nallowed_ports = [{port}, {closed}]\nallowed_methods = [\"GET\"]\n"
+    ));
+    let corpus: Corpus = toml::from_str(include_str!("data/cli_cases.toml")).expect("corpus");
+    assert!(corpus.case.len() > 25, "the corpus lost its cases");
+    let mut failures = Vec::new();
+    for case in &corpus.case {
+        let mut args: Vec<String> = case
+            .args
+            .iter()
+            .map(|a| {
+                tree.subst(a, port)
+                    .replace("{closed}", &closed.to_string())
+                    .replace("{policy}", &policy.display().to_string())
+            })
+            .collect();
+        if case.policy.as_deref() == Some("none") {
+            assert!(!args.iter().any(|a| a == "--policy"), "{}", case.name);
+        }
+        if case.json_output {
+            // --json goes before a trailing `-- ARGV`.
+            let at = args.iter().position(|a| a == "--").unwrap_or(args.len());
+            args.insert(at, "--json".into());
+        }
+        let run = agentcaps(&tree.root, &args, case.stdin.as_deref());
+        let mut wrong = Vec::new();
+        if run.code != case.exit {
+            wrong.push(format!("exit {}, expected {}", run.code, case.exit));
+        }
+        if case.json_output {
+            match serde_json::from_str::<serde_json::Value>(run.stdout.trim()) {
+                Ok(json) => {
+                    for key in ["decision", "rule", "reason"] {
+                        if json.get(key).is_none() {
+                            wrong.push(format!("JSON lacks `{key}`"));
+                        }
+                    }
+                    if let Some(decision) = &case.decision
+                        && json["decision"] != decision.as_str()
+                    {
+                        wrong.push(format!(
+                            "decision {}, expected {decision}",
+                            json["decision"]
+                        ));
+                    }
+                    if let Some(rule) = &case.rule
+                        && json["rule"] != rule.as_str()
+                    {
+                        wrong.push(format!("rule {}, expected {rule}", json["rule"]));
+                    }
+                    if let Some(needle) = &case.stdout_contains
+                        && !json.to_string().contains(needle.as_str())
+                    {
+                        wrong.push(format!("result lacks {needle:?}"));
+                    }
+                }
+                Err(e) => wrong.push(format!("stdout is not one JSON object ({e})")),
+            }
+        }
+        if !wrong.is_empty() {
+            failures.push(format!(
+                "{} ({}): {}\n    args: {args:?}\n    stdout: {}\n    stderr: {}",
+                case.name,
+                case.why,
+                wrong.join("; "),
+                run.stdout.trim(),
+                run.stderr.trim()
+            ));
+        }
+    }
+    assert!(
+        !tree.outside.join("evil.txt").exists(),
+        "a patch wrote outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("edit.txt")).expect("edit.txt"),
+        "one\ntwo\nthree\n",
+        "a dry run or refused patch changed a file"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn text_mode_prints_the_child_output_and_the_refusal() {
+    let tree = common::Tree::new();
+    let policy = tree.policy("allowed_commands = [\"echo\"]\n");
+    let policy = policy.display().to_string();
+    let ran = agentcaps(
+        &tree.root,
+        &[
+            "run".into(),
+            "--policy".into(),
+            policy.clone(),
+            "--".into(),
+            "echo".into(),
+            "hi there".into(),
+        ],
+        None,
+    );
+    assert_eq!(
+        (ran.code, ran.stdout.as_str()),
+        (0, "hi there\n"),
+        "{}",
+        ran.stderr
+    );
+    let refused = agentcaps(
+        &tree.root,
+        &[
+            "check".into(),
+            "path".into(),
+            "--policy".into(),
+            policy,
+            "../outside/secret.txt".into(),
+        ],
+        None,
+    );
+    assert_eq!(refused.code, 3);
+    assert!(
+        refused.stdout.contains("deny") || refused.stderr.contains("deny"),
+        "{}{}",
+        refused.stdout,
+        refused.stderr
+    );
+}
+
+#[test]
+fn patch_applies_from_a_file_and_strips_git_prefixes() {
+    let tree = common::Tree::new();
+    let policy = tree.policy("").display().to_string();
+    let patch = tree.top.join("change.patch");
+    std::fs::write(
+        &patch,
+        "diff --git a/edit.txt b/edit.txt\n--- a/edit.txt\n+++ b/edit.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n",
+    )
+    .unwrap();
+    let run = agentcaps(
+        &tree.root,
+        &[
+            "patch".into(),
+            "--policy".into(),
+            policy,
+            patch.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("edit.txt")).unwrap(),
+        "one\nTWO\nthree\n"
+    );
+}
+
+#[test]
+fn policy_file_errors_name_the_key_and_line() {
+    let tree = common::Tree::new();
+    let bad = tree.top.join("bad.toml");
+    std::fs::write(&bad, "[files]\nallowed = [\"root\"]\nbloked = [\"x\"]\n").unwrap();
+    let run = agentcaps(
+        &tree.root,
+        &[
+            "check".into(),
+            "path".into(),
+            "--json".into(),
+            "--policy".into(),
+            bad.display().to_string(),
+            "x".into(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 2);
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    let reason = json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("files.bloked") && reason.contains("line 3"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn defaults_false_is_reported_loudly() {
+    let tree = common::Tree::new();
+    let file = tree.top.join("weak.toml");
+    std::fs::write(&file, "[files]\nallowed = [\"root\"]\ndefaults = false\n").unwrap();
+    let run = agentcaps(
+        &tree.root,
+        &[
+            "check".into(),
+            "policy".into(),
+            "--policy".into(),
+            file.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("WARNING")
+            && run.stderr.contains("defaults = false")
+            && run.stderr.contains("line 3"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn help_explains_exit_codes_and_the_default_policy() {
+    let tree = common::Tree::new();
+    let run = agentcaps(&tree.root, &["--help".into()], None);
+    assert_eq!(run.code, 0);
+    for needle in [
+        "check",
+        "run",
+        "fetch",
+        "patch",
+        "mcp",
+        "Exit codes",
+        "3 refused",
+        "built-in default",
+    ] {
+        assert!(
+            run.stdout.contains(needle),
+            "--help lacks {needle:?}:\n{}",
+            run.stdout
+        );
+    }
+}

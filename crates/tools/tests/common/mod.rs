@@ -1,0 +1,103 @@
+//! Shared support for the tools' integration tests: a temporary tree with
+//! an allowed root, a directory outside it, links that lead out, and a
+//! loopback HTTP server.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+/// `top/root` (allowed), `top/outside` (not), links between them.
+pub struct Tree {
+    _tmp: tempfile::TempDir,
+    pub top: PathBuf,
+    pub root: PathBuf,
+    pub outside: PathBuf,
+}
+
+impl Tree {
+    pub fn new() -> Self {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let top = std::fs::canonicalize(tmp.path()).expect("canonicalize");
+        let root = top.join("root");
+        let outside = top.join("outside");
+        for dir in [root.join("src/deep"), root.join(".git"), outside.clone()] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
+        let files: [(&Path, &str, &str); 7] = [
+            (&outside, "secret.txt", "outside secret\n"),
+            (&root, "src/lib.txt", "alpha\nneedle here\nomega\n"),
+            (&root, "src/deep/more.txt", "another needle\n"),
+            (&root, "edit.txt", "one\ntwo\nthree\n"),
+            (&root, ".env", "API_KEY=inside-secret\n"),
+            (&root, ".git/config", "[core]\n"),
+            (&root, "binary.bin", "a\0b"),
+        ];
+        for (dir, name, content) in files {
+            std::fs::write(dir.join(name), content).expect("write");
+        }
+        symlink(&outside, &root.join("escape"));
+        symlink(&outside.join("secret.txt"), &root.join("secret-link.txt"));
+        symlink(&outside.join("new.txt"), &root.join("dangling"));
+        symlink(&root.join("src"), &root.join("src-link"));
+        Self {
+            _tmp: tmp,
+            top,
+            root,
+            outside,
+        }
+    }
+
+    /// Writes `top/policy.toml`: `[files] allowed = ["root"]` plus `extra`.
+    pub fn policy(&self, extra: &str) -> PathBuf {
+        let path = self.top.join("policy.toml");
+        let text = format!(
+            "[files]\nallowed = [\"root\"]\nmax_read_bytes = 65536\n\n[shell]\nworking_directory = \"root\"\n{extra}\n"
+        );
+        std::fs::write(&path, text).expect("write policy");
+        path
+    }
+
+    /// Replaces `{root}`, `{outside}`, `{top}` and `{port}` in `text`.
+    pub fn subst(&self, text: &str, port: u16) -> String {
+        text.replace("{root}", &self.root.display().to_string())
+            .replace("{outside}", &self.outside.display().to_string())
+            .replace("{top}", &self.top.display().to_string())
+            .replace("{port}", &port.to_string())
+    }
+}
+
+fn symlink(target: &Path, link: &Path) {
+    std::os::unix::fs::symlink(target, link).expect("symlink");
+}
+
+/// A loopback HTTP/1.1 server answering every request with 200 and
+/// `hello from loopback`; serves at most 200 connections, then stops.
+pub fn http_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(200) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let body = "hello from loopback\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// A loopback port with nothing listening (bound, then closed).
+pub fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    listener.local_addr().expect("addr").port()
+}

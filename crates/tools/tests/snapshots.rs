@@ -1,0 +1,157 @@
+//! Snapshots of what a model reads: every tool's description and input
+//! schema, and representative refusal texts. These texts are an interface;
+//! they change only on purpose (`INSTA_UPDATE=always`, then read the diff).
+
+mod common;
+
+use agentcaps::Policy;
+use agentcaps_tools::Toolbox;
+use serde_json::json;
+
+const POLICY: &str = r#"
+allowed_commands = ["ls", "cat", "echo"]
+path_policy = true
+
+[egress]
+blocked_domains = ["example.com"]
+allowed_methods = ["GET", "HEAD"]
+"#;
+
+fn toolbox(tree: &common::Tree) -> Toolbox {
+    let policy = Policy::load(&tree.policy(POLICY)).expect("policy");
+    Toolbox::new(&policy, &tree.root).expect("toolbox")
+}
+
+fn normalise(tree: &common::Tree, text: &str) -> String {
+    text.replace(&tree.root.display().to_string(), "[ROOT]")
+        .replace(&tree.outside.display().to_string(), "[OUTSIDE]")
+        .replace(&tree.top.display().to_string(), "[TOP]")
+}
+
+#[test]
+fn tool_schemas() {
+    let tree = common::Tree::new();
+    let toolbox = toolbox(&tree);
+    let names: Vec<_> = toolbox.tools().iter().map(|t| t.name).collect();
+    assert_eq!(names, agentcaps_tools::TOOL_NAMES);
+    for tool in toolbox.tools() {
+        assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+        insta::assert_json_snapshot!(format!("schema_{}", tool.name), tool.input_schema);
+    }
+}
+
+#[test]
+fn tool_descriptions() {
+    let tree = common::Tree::new();
+    let toolbox = toolbox(&tree);
+    for tool in toolbox.tools() {
+        insta::assert_snapshot!(
+            format!("description_{}", tool.name),
+            normalise(&tree, &tool.description)
+        );
+    }
+}
+
+#[tokio::test]
+async fn refusal_texts() {
+    let tree = common::Tree::new();
+    let toolbox = toolbox(&tree);
+    let cases = [
+        (
+            "read_outside",
+            "read_file",
+            json!({"path": "../outside/secret.txt"}),
+        ),
+        (
+            "read_through_link",
+            "read_file",
+            json!({"path": "escape/secret.txt"}),
+        ),
+        ("read_blocked_env", "read_file", json!({"path": ".env"})),
+        (
+            "write_git_hook",
+            "write_file",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+        ),
+        (
+            "shell_operator",
+            "shell_command",
+            json!({"command": "ls; id"}),
+        ),
+        (
+            "shell_not_allowed",
+            "shell_command",
+            json!({"argv": ["rm", "-rf", "."]}),
+        ),
+        (
+            "shell_file_argument",
+            "shell_command",
+            json!({"argv": ["cat", "../outside/secret.txt"]}),
+        ),
+        (
+            "http_metadata",
+            "http_request",
+            json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+        ),
+        (
+            "http_domain",
+            "http_request",
+            json!({"url": "https://example.com/"}),
+        ),
+        (
+            "http_loopback",
+            "http_request",
+            json!({"url": "http://127.0.0.1/"}),
+        ),
+        (
+            "http_method",
+            "http_request",
+            json!({"url": "https://docs.rs/", "method": "POST"}),
+        ),
+        (
+            "http_scheme",
+            "http_request",
+            json!({"url": "file:///etc/passwd"}),
+        ),
+        ("read_nul", "read_file", json!({"path": "a\u{0}b"})),
+        (
+            "write_existing",
+            "write_file",
+            json!({"path": "edit.txt", "content": "x"}),
+        ),
+        (
+            "shell_launcher",
+            "shell_command",
+            json!({"argv": ["env", "sh", "-c", "id"]}),
+        ),
+        (
+            "patch_no_match",
+            "apply_patch",
+            json!({"patch": "--- a/edit.txt\n+++ b/edit.txt\n@@ -1,3 +1,3 @@\n uno\n-dos\n+DOS\n tres\n"}),
+        ),
+        (
+            "patch_escape",
+            "apply_patch",
+            json!({"patch": "--- /dev/null\n+++ b/../outside/evil.txt\n@@ -0,0 +1 @@\n+evil\n"}),
+        ),
+        ("malformed_arguments", "read_file", json!({"path": 5})),
+        ("missing_argument", "write_file", json!({"path": "x"})),
+        ("unknown_tool", "rm_rf", json!({})),
+    ];
+    for (name, tool, args) in cases {
+        let error = toolbox
+            .call(tool, args)
+            .await
+            .expect_err("every case here is refused");
+        let text = error.to_model_text();
+        assert!(
+            text.chars().count() <= agentcaps_tools::MAX_ERROR_CHARS + 1,
+            "{name}: {} chars",
+            text.chars().count()
+        );
+        insta::assert_snapshot!(
+            format!("refusal_{name}"),
+            format!("rule: {}\n{}", error.rule(), normalise(&tree, &text))
+        );
+    }
+}

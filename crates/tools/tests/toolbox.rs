@@ -1,0 +1,198 @@
+//! The attack corpus `data/tool_cases.toml`, driven through `Toolbox::call`
+//! with a real tree, real processes and a real loopback server.
+
+mod common;
+
+use agentcaps::Policy;
+use agentcaps_tools::Toolbox;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Corpus {
+    case: Vec<Case>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    tool: String,
+    args: toml::Value,
+    expect: String,
+    rule: Option<String>,
+    contains: Option<String>,
+    not_contains: Option<String>,
+    why: String,
+}
+
+const POLICY: &str = r#"
+allowed_commands = ["ls", "cat", "echo", "env", "wc"]
+path_policy = true
+
+[egress]
+allowed_cidrs = ["127.0.0.0/8"]
+allowed_ports = [{port}]
+allowed_methods = ["GET"]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_attack_corpus() {
+    let tree = common::Tree::new();
+    let port = common::http_server();
+    let policy_file = tree.policy(&POLICY.replace("{port}", &port.to_string()));
+    let policy = Policy::load(&policy_file).expect("policy loads");
+    let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox builds");
+    let corpus: Corpus =
+        toml::from_str(include_str!("data/tool_cases.toml")).expect("corpus parses");
+    assert!(corpus.case.len() > 40, "the corpus lost its cases");
+
+    let mut failures = Vec::new();
+    for case in &corpus.case {
+        let args_text = serde_json::to_string(&case.args).expect("args to json");
+        let args: serde_json::Value =
+            serde_json::from_str(&tree.subst(&args_text, port)).expect("args json");
+        let result = toolbox.call(&case.tool, args).await;
+        let (decision, rule, text) = match &result {
+            Ok(out) => ("allow", String::new(), out.text.clone()),
+            Err(e) if e.is_refusal() => ("deny", e.rule().to_owned(), e.to_model_text()),
+            Err(e) => ("error", e.rule().to_owned(), e.to_model_text()),
+        };
+        let mut wrong = Vec::new();
+        if decision != case.expect {
+            wrong.push(format!("decision {decision}, expected {}", case.expect));
+        }
+        if let Some(expected) = &case.rule
+            && &rule != expected
+        {
+            wrong.push(format!("rule `{rule}`, expected `{expected}`"));
+        }
+        if let Some(needle) = &case.contains
+            && !text.contains(needle.as_str())
+        {
+            wrong.push(format!("text lacks {needle:?}"));
+        }
+        if let Some(needle) = &case.not_contains
+            && text.contains(needle.as_str())
+        {
+            wrong.push(format!("text contains {needle:?}"));
+        }
+        if decision != "allow" && text.chars().count() > agentcaps_tools::MAX_ERROR_CHARS + 1 {
+            wrong.push(format!("error text is {} chars", text.chars().count()));
+        }
+        if !wrong.is_empty() {
+            failures.push(format!(
+                "{} ({}): {}\n    text: {}",
+                case.name,
+                case.why,
+                wrong.join("; "),
+                text.replace('\n', "\n          ")
+            ));
+        }
+    }
+
+    // Nothing refused left a trace.
+    let outside: Vec<_> = std::fs::read_dir(&tree.outside)
+        .expect("read outside")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(
+        outside,
+        ["secret.txt"],
+        "something was written outside the root"
+    );
+    assert!(
+        !tree.root.join(".git/hooks").exists(),
+        "a git hook was written"
+    );
+    assert!(!tree.root.join(".bashrc").exists(), ".bashrc was written");
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("edit.txt")).expect("edit.txt"),
+        "one\ntwo\nthree\n",
+        "a dry run or a refused patch changed a file"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("new/dir/file.txt")).expect("written file"),
+        "fresh\n"
+    );
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn overwrite_true_replaces_and_overwrite_false_keeps() {
+    let tree = common::Tree::new();
+    let policy = Policy::load(&tree.policy("")).expect("policy");
+    let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox");
+    let keep = toolbox
+        .call(
+            "write_file",
+            serde_json::json!({"path": "edit.txt", "content": "new"}),
+        )
+        .await;
+    assert!(keep.is_err());
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("edit.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    toolbox
+        .call(
+            "write_file",
+            serde_json::json!({"path": "edit.txt", "content": "new", "overwrite": true}),
+        )
+        .await
+        .expect("overwrite allowed");
+    assert_eq!(
+        std::fs::read_to_string(tree.root.join("edit.txt")).unwrap(),
+        "new"
+    );
+}
+
+#[tokio::test]
+async fn list_directory_stops_at_max_entries() {
+    let tree = common::Tree::new();
+    let policy = Policy::load(&tree.policy("")).expect("policy");
+    let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox");
+    let out = toolbox
+        .call(
+            "list_directory",
+            serde_json::json!({"path": ".", "recursive": true, "max_entries": 2}),
+        )
+        .await
+        .expect("list");
+    assert_eq!(out.structured["entries"].as_array().map(Vec::len), Some(2));
+    assert_eq!(out.structured["truncated"], true);
+}
+
+#[tokio::test]
+async fn every_call_is_recorded_with_decision_and_rule() {
+    let tree = common::Tree::new();
+    let policy = Policy::load(&tree.policy("")).expect("policy");
+    let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox");
+    let (_, allowed) = toolbox
+        .call_recorded("read_file", serde_json::json!({"path": "edit.txt"}))
+        .await;
+    assert_eq!((allowed.decision, allowed.rule), ("allow", ""));
+    let (_, denied) = toolbox
+        .call_recorded(
+            "read_file",
+            serde_json::json!({"path": "../outside/secret.txt"}),
+        )
+        .await;
+    assert_eq!((denied.decision, denied.rule), ("deny", "outside-roots"));
+    let (_, malformed) = toolbox
+        .call_recorded("read_file", serde_json::json!({"path": []}))
+        .await;
+    assert_eq!(
+        (malformed.decision, malformed.rule),
+        ("error", "invalid-arguments")
+    );
+    let line = agentcaps_tools::CallLog::line(&denied);
+    let parsed: serde_json::Value = serde_json::from_str(&line).expect("one JSON line");
+    assert_eq!(parsed["tool"], "read_file");
+    assert_eq!(parsed["decision"], "deny");
+    assert!(!line.contains('\n'));
+}
