@@ -119,16 +119,22 @@ impl Domain {
                 let rule = PathBeneath::new(fd.as_fd(), access);
                 ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
             }
+            // `/etc` entries: reading files only, a right valid on a file and
+            // on a directory alike, so no `stat` is needed to choose.
+            let etc = all & AccessFs::ReadFile;
+            for path in RUNTIME_ETC {
+                if let Ok(fd) = PathFd::new(path) {
+                    ruleset = ruleset
+                        .add_rule(PathBeneath::new(fd, etc))
+                        .map_err(landlock_error)?;
+                }
+            }
             let program = rules.program.as_deref().map(program_dirs);
-            let program = program
+            let grants = program
                 .iter()
                 .flatten()
                 .filter(|dir| !runtime.covers(dir))
-                .map(|p| (p.as_path(), read));
-            let grants = RUNTIME_ETC
-                .iter()
-                .map(|p| (Path::new(*p), read))
-                .chain(program)
+                .map(|p| (p.as_path(), read))
                 .chain(rules.read.iter().map(|p| (p.as_path(), read)))
                 .chain(rules.write.iter().map(|p| (p.as_path(), all)));
             for (path, access) in grants {

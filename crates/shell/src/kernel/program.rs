@@ -3,8 +3,10 @@
 //! one's loader) — each after following links, since Landlock judges the
 //! file a path resolves to, wherever the spelling's directory is.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// How many bytes of a program are read to find its interpreter.
 const HEAD_BYTES: u64 = 4096;
@@ -13,10 +15,47 @@ const MAX_INTERP: usize = 1024;
 /// `PT_INTERP`: the program header naming the ELF interpreter.
 const PT_INTERP: u32 = 3;
 
-/// Directories to grant read and execute for running `program`.
+/// How many programs' directories are remembered.
+const CACHED_PROGRAMS: usize = 256;
+
+/// What identifies a program file's content: when any of it changes, its
+/// interpreter may have changed too.
+type Identity = (u64, u64, i64, i64, u64);
+
+fn identity(program: &Path) -> Option<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(program).ok()?;
+    Some((meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()))
+}
+
+/// Directories to grant read and execute for running `program`, remembered
+/// per program while the file it resolves to stays the same (one `stat`
+/// instead of reading headers and resolving links for every command).
 /// Never fails: what cannot be read is simply not added (the kernel then
 /// denies it, which is the safe side).
 pub(super) fn program_dirs(program: &Path) -> Vec<PathBuf> {
+    static CACHE: Mutex<BTreeMap<PathBuf, (Identity, Vec<PathBuf>)>> =
+        Mutex::new(BTreeMap::new());
+    let Some(id) = identity(program) else {
+        return Vec::new();
+    };
+    if let Ok(cache) = CACHE.lock()
+        && let Some((cached, dirs)) = cache.get(program)
+        && *cached == id
+    {
+        return dirs.clone();
+    }
+    let dirs = find_program_dirs(program);
+    if let Ok(mut cache) = CACHE.lock() {
+        if cache.len() >= CACHED_PROGRAMS {
+            cache.clear();
+        }
+        cache.insert(program.to_path_buf(), (id, dirs.clone()));
+    }
+    dirs
+}
+
+fn find_program_dirs(program: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     let mut next = Some(program.to_path_buf());
     // The program, then its interpreter, then the interpreter's interpreter.
@@ -157,6 +196,29 @@ mod tests {
         }
         assert_eq!(elf_interp(Path::new("/nonexistent"), b"\x7fELF"), None);
         assert_eq!(elf_interp(Path::new("/nonexistent"), b"MZ"), None);
+    }
+
+    #[test]
+    fn remembered_dirs_follow_a_replaced_program() {
+        let dir = std::env::temp_dir().join(format!("agentcaps-program-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a")).expect("dir");
+        std::fs::create_dir_all(dir.join("b")).expect("dir");
+        let script = dir.join("tool");
+        let write = |interp: &str| {
+            let _ = std::fs::remove_file(&script);
+            std::fs::write(&script, format!("#!{interp}\n")).expect("script");
+        };
+        write(&dir.join("a/interp").display().to_string());
+        std::fs::write(dir.join("a/interp"), "").expect("interp");
+        std::fs::write(dir.join("b/interp-longer"), "").expect("interp");
+        let first = program_dirs(&script);
+        assert!(first.contains(&dir.join("a")), "{first:?}");
+        write(&dir.join("b/interp-longer").display().to_string());
+        let second = program_dirs(&script);
+        assert!(second.contains(&dir.join("b")), "{second:?}");
+        assert!(!second.contains(&dir.join("a")), "{second:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
