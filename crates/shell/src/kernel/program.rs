@@ -25,7 +25,13 @@ type Identity = (u64, u64, i64, i64, u64);
 fn identity(program: &Path) -> Option<Identity> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(program).ok()?;
-    Some((meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec(), meta.size()))
+    Some((
+        meta.dev(),
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.size(),
+    ))
 }
 
 /// Directories to grant read and execute for running `program`, remembered
@@ -34,8 +40,7 @@ fn identity(program: &Path) -> Option<Identity> {
 /// Never fails: what cannot be read is simply not added (the kernel then
 /// denies it, which is the safe side).
 pub(super) fn program_dirs(program: &Path) -> Vec<PathBuf> {
-    static CACHE: Mutex<BTreeMap<PathBuf, (Identity, Vec<PathBuf>)>> =
-        Mutex::new(BTreeMap::new());
+    static CACHE: Mutex<BTreeMap<PathBuf, (Identity, Vec<PathBuf>)>> = Mutex::new(BTreeMap::new());
     let Some(id) = identity(program) else {
         return Vec::new();
     };
