@@ -7,6 +7,7 @@
 //! as options (after `--` too), a short option is found anywhere in a
 //! cluster, and a long option on any prefix of at least one letter.
 
+use crate::budget::Parts;
 use crate::rules::{OptionRule, ProgramRules, Spelling, When};
 
 /// The conditions that switch rules on.
@@ -124,10 +125,39 @@ fn switch_matches(arg: &str, prefix: &str) -> bool {
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
 
-/// Every part of `arg` that the program may open as a file (SPEC §2.5): the
+/// Which parts of `arg` the program may open as a file (SPEC §2.5): the
 /// argument itself, the value after `=` of a long option, and every tail of
 /// a short cluster after the dash — except tails inside a text value
-/// (`sort -t`'s separator).
+/// (`sort -t`'s separator). Every part is a suffix of `arg`.
+pub(crate) fn parts(
+    rules: Option<&ProgramRules>,
+    arg: &str,
+    bundled: bool,
+    when: Conditions,
+) -> Parts {
+    let mut parts = Parts {
+        value_from: None,
+        tails: None,
+    };
+    match shape(arg, bundled) {
+        Shape::Operand => {}
+        Shape::Long { value, .. } => {
+            if let Some(value) = value.filter(|v| !v.is_empty()) {
+                parts.value_from = Some(arg.len() - value.len());
+            }
+        }
+        Shape::Cluster(body) => {
+            let offset = arg.len() - body.len();
+            let end = rules
+                .and_then(|r| text_value_start(r, body, when))
+                .unwrap_or(body.len());
+            parts.tails = Some((offset, offset + end));
+        }
+    }
+    parts
+}
+
+/// The path-like parts of `arg` ([`parts`]) as string slices, in order.
 pub(crate) fn path_spellings<'a>(
     rules: Option<&ProgramRules>,
     arg: &'a str,
@@ -135,23 +165,18 @@ pub(crate) fn path_spellings<'a>(
     when: Conditions,
     out: &mut Vec<&'a str>,
 ) {
+    let parts = parts(rules, arg, bundled, when);
     out.push(arg);
-    match shape(arg, bundled) {
-        Shape::Operand => {}
-        Shape::Long { value, .. } => {
-            if let Some(value) = value.filter(|v| !v.is_empty()) {
-                out.push(value);
-            }
-        }
-        Shape::Cluster(body) => {
-            let text_from = rules.and_then(|r| text_value_start(r, body, when));
-            for (at, _) in body.char_indices() {
-                if text_from.is_some_and(|from| at >= from) {
-                    break;
-                }
-                if let Some(tail) = body.get(at..) {
-                    out.push(tail);
-                }
+    if let Some(value) = parts.value_from.and_then(|at| arg.get(at..)) {
+        out.push(value);
+    }
+    if let Some((start, end)) = parts.tails {
+        for (at, _) in arg
+            .char_indices()
+            .filter(|(at, _)| *at >= start && *at < end)
+        {
+            if let Some(tail) = arg.get(at..) {
+                out.push(tail);
             }
         }
     }

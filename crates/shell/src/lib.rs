@@ -58,6 +58,7 @@
 //!   tokio dependency.
 #![forbid(unsafe_code)]
 
+mod budget;
 mod cluster;
 mod config;
 mod env;

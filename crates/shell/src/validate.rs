@@ -5,13 +5,15 @@
 //! variables), then the budget is computed from the spellings alone, and
 //! only a command within budget has its paths looked up.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
-use crate::cluster::{Conditions, path_spellings, refused};
+use crate::budget::LowerBound;
+use crate::cluster::{Conditions, parts, path_spellings, refused};
 use crate::env::{check_agent_variable, child_environment};
 use crate::error::ShellError;
 use crate::identity::{identity, is_bare};
@@ -49,9 +51,11 @@ pub(crate) fn validate(
     fs: &dyn FileSystem,
     request: &CommandRequest,
 ) -> Result<ValidatedCommand, ShellError> {
-    let mut argv = match &request.command {
-        Command::Argv(argv) => argv.clone(),
-        Command::Line(line) => tokenize::split(line)?,
+    // Borrowed until the command passes: a flood of arguments is refused
+    // without copying it.
+    let argv: Cow<'_, [String]> = match &request.command {
+        Command::Argv(argv) => Cow::Borrowed(argv),
+        Command::Line(line) => Cow::Owned(tokenize::split(line)?),
     };
     if argv.is_empty() {
         return Err(ShellError::EmptyCommand);
@@ -60,9 +64,11 @@ pub(crate) fn validate(
         if arg.contains('\0') {
             return Err(ShellError::Nul { index });
         }
-        // Count characters only as far as the limit: bounded work.
-        let length = arg.chars().take(MAX_ARGUMENT_CHARS + 1).count();
-        if length > MAX_ARGUMENT_CHARS {
+        // No more characters than bytes: count only long arguments, and
+        // only as far as the limit.
+        if arg.len() > MAX_ARGUMENT_CHARS
+            && arg.chars().take(MAX_ARGUMENT_CHARS + 1).count() > MAX_ARGUMENT_CHARS
+        {
             return Err(ShellError::ArgumentTooLong {
                 index,
                 length: arg.chars().count(),
@@ -77,6 +83,10 @@ pub(crate) fn validate(
     };
     let mut segments = Vec::new();
     judge_programs(policy, &argv, 0, 0, &mut segments)?;
+    let work = segments.last().ok_or(ShellError::EmptyCommand)?;
+    if policy.paths.is_some() {
+        quick_bound(policy, &argv, work, when)?;
+    }
     for segment in &segments {
         judge_options(policy, &argv, segment, when)?;
     }
@@ -96,10 +106,7 @@ pub(crate) fn validate(
 
     let cwd_spelling = request.cwd.as_deref().unwrap_or(".");
     let (cwd, lookups) = match &policy.paths {
-        Some(paths) => {
-            let work = segments.last().ok_or(ShellError::EmptyCommand)?;
-            judge_paths(policy, paths, fs, &argv, work, cwd_spelling, when)?
-        }
+        Some(paths) => judge_paths(policy, paths, fs, &argv, work, cwd_spelling, when)?,
         None => (normalize(&policy.working_directory.join(cwd_spelling)), 0),
     };
 
@@ -121,6 +128,7 @@ pub(crate) fn validate(
             }
         })
         .map(|(_, value)| value.as_os_str());
+    let mut argv = argv.into_owned();
     let mut program = PathBuf::new();
     for (i, segment) in segments.iter().enumerate() {
         let resolved = match &segment.target {
@@ -299,6 +307,33 @@ fn judge_options(
                     reason: reason.to_owned(),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// Refuse, before anything else is computed, a command whose distinct
+/// path-like parts alone exceed the budget (see [`crate::budget`]).
+fn quick_bound(
+    policy: &ShellPolicy,
+    argv: &[String],
+    work: &Segment,
+    when: Conditions,
+) -> Result<(), ShellError> {
+    let rules = policy.rules.get(&work.identity);
+    if rules.is_some_and(|r| r.arguments == Arguments::Text) {
+        return Ok(());
+    }
+    let bundled = rules.is_some_and(|r| r.bundled_first);
+    let args = argv.get(work.start + 1..work.end).unwrap_or_default();
+    let mut bound = LowerBound::with_capacity(args.len().saturating_mul(2));
+    for (i, arg) in args.iter().enumerate() {
+        let count = bound.add(arg, parts(rules, arg, bundled && i == 0, when));
+        if count > LOOKUP_BUDGET {
+            return Err(ShellError::TooCostly {
+                bound: count,
+                budget: LOOKUP_BUDGET,
+            });
         }
     }
     Ok(())
