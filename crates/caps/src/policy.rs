@@ -86,6 +86,18 @@ pub enum Origin {
     },
 }
 
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File(file) => write!(f, "policy file {}", file.display()),
+            Origin::Text { base } => {
+                write!(f, "policy text (relative paths from {})", base.display())
+            }
+            Origin::BuiltIn { base } => write!(f, "built-in default policy for {}", base.display()),
+        }
+    }
+}
+
 /// Something an operator must know about a policy: a weakened default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -68,16 +68,18 @@ impl McpServer {
     }
 
     /// Serves MCP on this process's stdin and stdout until the client
-    /// closes the session.
+    /// closes the session. A client that closes the connection before
+    /// initialising is a normal end, not an error.
     ///
     /// # Errors
     ///
     /// [`McpError`] if the session cannot start or ends abnormally.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
-        let running = self
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| McpError::Start(e.to_string()))?;
+        let running = match self.serve(rmcp::transport::stdio()).await {
+            Ok(running) => running,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(McpError::Start(e.to_string())),
+        };
         running
             .waiting()
             .await

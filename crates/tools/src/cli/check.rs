@@ -57,7 +57,8 @@ fn path_inner(args: &CheckPathArgs) -> Result<Outcome, Outcome> {
     Ok(outcome
         .with("access", json!(access_name))
         .with("paths", json!(results))
-        .text(lines.join("\n")))
+        .text(lines.join("\n"))
+        .report())
 }
 
 /// `check shell`: validate, never run.
@@ -110,7 +111,7 @@ pub(crate) fn policy(args: &CommonArgs) -> Outcome {
         Err(outcome) => return outcome,
     };
     let warnings: Vec<String> = policy.notices().iter().map(ToString::to_string).collect();
-    let origin = format!("{:?}", policy.origin());
+    let origin = policy.origin().to_string();
     let mut text = format!("# policy: {origin}\n");
     for warning in &warnings {
         text.push_str(&format!("# {warning}\n"));

@@ -252,6 +252,12 @@ fn mcp_inner(args: &McpArgs) -> Result<(), Outcome> {
     rt.block_on(async {
         let toolbox = agentcaps_tools::Toolbox::new(&policy, &base)
             .map_err(|e| Outcome::usage(e.rule(), e.to_string()))?;
+        // stderr only: stdout belongs to the protocol.
+        eprintln!(
+            "agentcaps mcp: serving {} tools over MCP on stdin/stdout, {} (see `agentcaps check policy`); waiting for a client, Ctrl-D to stop",
+            toolbox.tools().len(),
+            policy.origin()
+        );
         agentcaps_tools::McpServer::new(toolbox, log)
             .serve_stdio()
             .await

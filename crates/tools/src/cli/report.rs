@@ -21,6 +21,7 @@ pub(crate) struct Outcome {
     exit: Exit,
     json: Map<String, Value>,
     text: String,
+    report: bool,
 }
 
 impl Outcome {
@@ -33,6 +34,7 @@ impl Outcome {
             exit,
             json,
             text: reason,
+            report: false,
         }
     }
 
@@ -69,6 +71,13 @@ impl Outcome {
         self
     }
 
+    /// The text is a report (one line per item): it goes to stdout whatever
+    /// the decision.
+    pub(crate) fn report(mut self) -> Self {
+        self.report = true;
+        self
+    }
+
     /// Replaces the human text.
     pub(crate) fn text(mut self, text: impl Into<String>) -> Self {
         self.text = text.into();
@@ -81,7 +90,7 @@ impl Outcome {
         if json && !self.json.is_empty() {
             println!("{}", Value::Object(self.json));
         } else if !self.text.is_empty() {
-            if self.exit == Exit::Allowed {
+            if self.exit == Exit::Allowed || self.report {
                 println!("{}", self.text);
             } else {
                 eprintln!("agentcaps: {}", self.text);
