@@ -486,3 +486,58 @@ async fn rules_from_a_path_policy_confine_like_the_policy() {
     // Nothing but scopes to enforce: still a domain, still `full`.
     assert_eq!(would_enforce(&unrestricted), Enforcement::Full);
 }
+
+/// `git` run by itself inside the domain: works on a repository in the
+/// writable root, and its hooks directory stays writable by programs (the
+/// documented gap) — while a HOME whose config it cannot read is fatal to it
+/// (the documented reason to list such files as read-only roots).
+#[tokio::test]
+async fn git_works_in_a_confined_repository() {
+    assert_landlock_here();
+    let tree = Tree::new();
+    let git = which("git");
+    let run = |args: &[&str], home: &Path| {
+        let mut cmd = tokio::process::Command::new(&git);
+        cmd.args(args)
+            .current_dir(&tree.write)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let rules = tree.rules().with_program(&git);
+        async move {
+            let (child, enforced) = spawn_confined(&mut cmd, &rules).expect("spawn git");
+            assert_eq!(enforced, Enforcement::Full);
+            let output = child.wait_with_output().await.expect("wait git");
+            (
+                output.status.success(),
+                String::from_utf8_lossy(&output.stderr).into_owned(),
+            )
+        }
+    };
+    let home = tree.write.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    for args in [
+        &["init", "-q"][..],
+        &["add", "data.txt"],
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@example.com",
+            "commit",
+            "-qm",
+            "first",
+        ],
+        &["log", "--oneline"],
+    ] {
+        let (ok, stderr) = run(args, &home).await;
+        assert!(ok, "git {args:?} failed under the domain: {stderr}");
+    }
+    // A HOME outside the roots whose config exists: git cannot read it.
+    std::fs::write(tree.outside.join(".gitconfig"), "[user]\n\tname = host\n").expect("cfg");
+    let (ok, stderr) = run(&["status"], &tree.outside).await;
+    assert!(!ok && stderr.contains("Permission denied"), "{stderr}");
+}

@@ -45,14 +45,26 @@
 //! ABI 7. Landlock also keeps the command from `ptrace`-ing (and so from
 //! reading `/proc/PID/environ` or memory of) any process outside its domain.
 //!
-//! The runtime list (read and execute, never write) is [`RUNTIME_DIRS`]
-//! (`/usr` and the top-level `bin`/`lib` links into it), [`RUNTIME_ETC`] (a
-//! short list of `/etc` files: loader cache, users, resolver, time zone,
-//! locale, magic, CA certificates), [`RUNTIME_DEVICES_READ`]
-//! (`/dev/zero`, `/dev/random`, `/dev/urandom`), [`RUNTIME_DEVICES_RW`]
-//! (`/dev/null`, `/dev/full`), and for the resolved program
-//! ([`KernelRules::program`]) its directory, its real directory after
-//! links, its ELF interpreter's directory and a `#!` interpreter's.
+//! The runtime list (never writable) is [`RUNTIME_DIRS`] (`/usr` and the
+//! top-level `bin`/`lib` links into it; read and execute), [`RUNTIME_ETC`]
+//! (a short list of `/etc` files: loader cache, users, resolver, time zone,
+//! locale aliases, magic, git's system config, CA certificates; read only),
+//! [`RUNTIME_DEVICES_READ`] (`/dev/zero`, `/dev/random`, `/dev/urandom`),
+//! [`RUNTIME_DEVICES_RW`] (`/dev/null`, `/dev/full`), and for the resolved
+//! program ([`KernelRules::program`]) its real directory, its ELF
+//! interpreter's (the loader) and a `#!` interpreter's (read and execute).
+//! It is granted even where the path policy blocks it (`/dev` is blocked for
+//! arguments by default): programs cannot start without it.
+//!
+//! # Running real tools inside the domain
+//!
+//! Programs that read per-user files outside the roots fail inside the
+//! domain: `git` treats an unreadable `~/.gitconfig` as fatal, `cargo` needs
+//! `~/.cargo` and `~/.rustup`, compilers and `sort` want `/tmp`. List such
+//! places as read-only roots of the path policy (then the argument checks
+//! allow them too), point `HOME` and `TMPDIR` inside a writable root, or
+//! leave kernel enforcement best effort and accept the failure. Nothing
+//! outside the policy is granted behind its back.
 //!
 //! # What is not enforced
 //!
@@ -71,7 +83,9 @@
 //!   exists and its size and times (not its content or listing).
 //! - Network other than TCP: UDP, raw and netlink sockets, and connecting to
 //!   *pathname* UNIX sockets (ABI 9 adds that; it is not requested here).
-//! - Executing: everything readable is executable (read roots included).
+//! - Executing: anything beneath a read root, a writable root or a runtime
+//!   directory may be executed (a program written into a writable root
+//!   included); the argument checks choose `argv[0]`, the kernel does not.
 //! - Files already open when the command starts (the runner passes only
 //!   pipes), CPU, memory and time (the runner's timeout bounds time).
 //! - `/proc`, `/sys`, `/tmp` and the rest of `/dev` are not granted: a
