@@ -541,3 +541,26 @@ async fn git_works_in_a_confined_repository() {
     let (ok, stderr) = run(&["status"], &tree.outside).await;
     assert!(!ok && stderr.contains("Permission denied"), "{stderr}");
 }
+
+/// The domain comes with `no_new_privs`: the child (seen from outside, in
+/// `/proc/PID/status`) cannot gain privileges through set-user-ID programs.
+#[tokio::test]
+async fn the_child_runs_with_no_new_privs() {
+    assert_landlock_here();
+    let tree = Tree::new();
+    let sleep = which("sleep");
+    let mut cmd = tokio::process::Command::new(&sleep);
+    cmd.arg("5").kill_on_drop(true);
+    let (mut child, enforced) =
+        spawn_confined(&mut cmd, &tree.rules().with_program(&sleep)).expect("spawn sleep");
+    assert_eq!(enforced, Enforcement::Full);
+    let pid = child.id().expect("running");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let _ = child.kill().await;
+    assert!(
+        status
+            .lines()
+            .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]),
+        "{status}"
+    );
+}

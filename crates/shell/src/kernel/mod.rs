@@ -43,7 +43,9 @@
 //!
 //! `full` means ABI 6 or later ([`FULL_ABI`]). This machine's kernels have
 //! ABI 7. Landlock also keeps the command from `ptrace`-ing (and so from
-//! reading `/proc/PID/environ` or memory of) any process outside its domain.
+//! reading `/proc/PID/environ` or memory of) any process outside its domain,
+//! and the domain comes with `no_new_privs`: set-user-ID and file-capability
+//! programs (`sudo`, `su`) run without their privileges.
 //!
 //! The runtime list (never writable) is [`RUNTIME_DIRS`] (`/usr` and the
 //! top-level `bin`/`lib` links into it; read and execute), [`RUNTIME_ETC`]
