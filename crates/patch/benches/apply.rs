@@ -1,2 +1,267 @@
-//! Placeholder: the apply benchmark is being written.
-fn main() {}
+//! A large patch — thousands of hunks over hundreds of files, every hunk at
+//! an offset — applied by agentcaps and, in the same run on the same input,
+//! by GNU `patch -p1 --no-backup-if-mismatch` and `git apply` (whole
+//! processes). Each contender starts from a fresh copy of the tree (copying
+//! is not timed) and must leave the same tree as the others, checked before
+//! timing.
+//!
+//! `agentcaps/library` is the crate called in-process (parse + judge every
+//! path + plan + stage + rename). When `AGENTCAPS_BIN` names the
+//! `agentcaps` binary, `agentcaps/process` runs `agentcaps patch -p 1 FILE`
+//! as a whole process too, which is the like-for-like comparison.
+//!
+//! Run: `cargo bench -p agentcaps-patch --bench apply` (or `cargo xtask bench`).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use agentcaps_patch::{ApplyOptions, Patch, PatchPolicyConfig, Patcher};
+use agentcaps_paths::PathPolicy;
+use criterion::{BatchSize, Criterion};
+
+const FILES: usize = 200;
+const LINES: usize = 400;
+/// One changed line every `STRIDE` lines: 16 hunks a file, 3200 in all.
+const STRIDE: usize = 25;
+/// Unrelated lines inserted at the top of every file: every hunk's offset.
+const OFFSET: usize = 7;
+
+fn line(file: usize, i: usize) -> String {
+    format!("    let value_{i} = compute(\"file {file}\", {i}); // line {i} of the original text\n")
+}
+
+/// The tree the patch applies to, the patch, and the tree it must give.
+struct Corpus {
+    before: PathBuf,
+    expected: PathBuf,
+    patch_file: PathBuf,
+    patch_text: String,
+    _dir: tempfile::TempDir,
+}
+
+fn corpus() -> Corpus {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = dir.path().canonicalize().expect("canonicalize");
+    let (before, expected) = (top.join("before"), top.join("expected"));
+    let mut patch = String::new();
+    for f in 0..FILES {
+        let name = format!("src/module_{:02}/file_{f:03}.rs", f % 20);
+        let prefix: String = (0..OFFSET)
+            .map(|i| format!("// unrelated header line {i}\n"))
+            .collect();
+        let original: Vec<String> = (1..=LINES).map(|i| line(f, i)).collect();
+        let mut changed = original.clone();
+        patch.push_str(&format!(
+            "diff --git a/{name} b/{name}\n--- a/{name}\n+++ b/{name}\n"
+        ));
+        for at in (STRIDE / 2..=LINES - 4).step_by(STRIDE) {
+            // Change line `at` (1-based) with three lines of context each side.
+            let new_line = format!("    let value_{at} = compute_faster(\"file {f}\", {at});\n");
+            patch.push_str(&format!("@@ -{},7 +{},7 @@\n", at - 3, at - 3));
+            for i in at - 3..at {
+                patch.push_str(&format!(" {}", original[i - 1]));
+            }
+            patch.push_str(&format!("-{}+{}", original[at - 1], new_line));
+            for i in at + 1..=at + 3 {
+                patch.push_str(&format!(" {}", original[i - 1]));
+            }
+            changed[at - 1] = new_line;
+        }
+        for (root, body) in [(&before, &original), (&expected, &changed)] {
+            let path = root.join(&name);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, format!("{prefix}{}", body.concat())).expect("write");
+        }
+    }
+    let patch_file = top.join("change.patch");
+    std::fs::write(&patch_file, &patch).expect("write patch");
+    Corpus {
+        before,
+        expected,
+        patch_file,
+        patch_text: patch,
+        _dir: dir,
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir").flatten() {
+        let dst = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &dst);
+        } else {
+            std::fs::copy(entry.path(), &dst).expect("copy");
+        }
+    }
+}
+
+fn same_tree(a: &Path, b: &Path) -> bool {
+    let list = |root: &Path| {
+        let mut out = Vec::new();
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.push((
+                        p.strip_prefix(root).expect("prefix").to_path_buf(),
+                        std::fs::read(&p).expect("read"),
+                    ));
+                }
+            }
+        }
+        out.sort();
+        out
+    };
+    list(a) == list(b)
+}
+
+/// A fresh copy of `before` in a new temporary directory.
+fn fresh(before: &Path) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir
+        .path()
+        .canonicalize()
+        .expect("canonicalize")
+        .join("tree");
+    copy_tree(before, &root);
+    (dir, root)
+}
+
+fn library(patch_text: &str, root: &Path, dry_run: bool) {
+    let policy = PathPolicy::builder().allow(root).build().expect("policy");
+    let patcher = Patcher::new(policy, PatchPolicyConfig::default());
+    let patch = patcher.parse(patch_text).expect("parse");
+    let report = patcher
+        .apply(
+            &patch,
+            root,
+            ApplyOptions {
+                dry_run,
+                strip: None,
+            },
+        )
+        .expect("apply");
+    black_box(report);
+}
+
+fn gnu_patch(patch_file: &Path, root: &Path) {
+    let status = Command::new("patch")
+        .args(["-p1", "--no-backup-if-mismatch", "--batch", "-s", "-i"])
+        .arg(patch_file)
+        .current_dir(root)
+        .status()
+        .expect("run patch");
+    assert!(status.success(), "GNU patch failed");
+}
+
+fn git_apply(patch_file: &Path, root: &Path) {
+    let status = Command::new("git")
+        .arg("apply")
+        .arg(patch_file)
+        .current_dir(root)
+        .status()
+        .expect("run git");
+    assert!(status.success(), "git apply failed");
+}
+
+fn agentcaps_process(bin: &Path, patch_file: &Path, root: &Path) {
+    let output = Command::new(bin)
+        .args(["patch", "-p", "1"])
+        .arg(patch_file)
+        .current_dir(root)
+        .output()
+        .expect("run agentcaps");
+    assert!(
+        output.status.success(),
+        "agentcaps patch failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    let corpus = corpus();
+    let patch = Patch::parse(&corpus.patch_text).expect("parse");
+    assert_eq!(
+        (patch.file_count(), patch.hunk_count()),
+        (FILES, FILES * 16)
+    );
+    let agentcaps_bin = std::env::var_os("AGENTCAPS_BIN").map(PathBuf::from);
+
+    // Same input, same result: checked once per contender before timing.
+    type Contender<'a> = (&'a str, Box<dyn Fn(&Path) + 'a>);
+    let mut contenders: Vec<Contender<'_>> = vec![
+        (
+            "agentcaps/library",
+            Box::new(|root: &Path| library(&corpus.patch_text, root, false)),
+        ),
+        (
+            "gnu-patch/process",
+            Box::new(|root: &Path| gnu_patch(&corpus.patch_file, root)),
+        ),
+        (
+            "git-apply/process",
+            Box::new(|root: &Path| git_apply(&corpus.patch_file, root)),
+        ),
+    ];
+    let patch_file = &corpus.patch_file;
+    if let Some(bin) = &agentcaps_bin {
+        contenders.push((
+            "agentcaps/process",
+            Box::new(move |root: &Path| agentcaps_process(bin, patch_file, root)),
+        ));
+    }
+    for (name, run) in &contenders {
+        let (_dir, root) = fresh(&corpus.before);
+        run(&root);
+        assert!(
+            same_tree(&root, &corpus.expected),
+            "{name} left a different tree"
+        );
+    }
+
+    let mut group = c.benchmark_group(format!(
+        "apply_{FILES}_files_{}_hunks_offset_{OFFSET}",
+        FILES * 16
+    ));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(15))
+        .warm_up_time(Duration::from_secs(2));
+    for (name, run) in &contenders {
+        group.bench_function(*name, |b| {
+            b.iter_batched(
+                || fresh(&corpus.before),
+                |(dir, root)| {
+                    run(&root);
+                    (dir, root) // dropped (deleted) after timing
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    // Not a contender: the same without writing (parse, judge, plan), to
+    // show how the time splits between checking and writing.
+    group.bench_function("agentcaps/library-dry-run", |b| {
+        b.iter_batched(
+            || fresh(&corpus.before),
+            |(dir, root)| {
+                library(&corpus.patch_text, &root, true);
+                (dir, root)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    bench(&mut criterion);
+    criterion.final_summary();
+}

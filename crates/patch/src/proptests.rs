@@ -112,3 +112,157 @@ proptest! {
         prop_assert_eq!(again.to_string(), printed);
     }
 }
+
+/// Patch-shaped texts: lines drawn from both formats' vocabulary, so the
+/// parsers' deeper states are reached (the fuzz targets do the same from
+/// raw bytes).
+fn patchish() -> impl Strategy<Value = String> {
+    let vocabulary = vec![
+        "--- a/x",
+        "+++ b/x",
+        "--- /dev/null",
+        "+++ /dev/null",
+        "--- \"a/q\\tx\"",
+        "+++ \"b/q\\tx\"",
+        "@@ -1 +1 @@",
+        "@@ -1,2 +1,2 @@ fn section",
+        "@@ -0,0 +1 @@",
+        "@@ -1 +0,0 @@",
+        "@@ -2,0 +3 @@",
+        " ctx",
+        "-old",
+        "+new",
+        "",
+        "\r",
+        " ctx\r",
+        "\\ No newline at end of file",
+        "diff --git a/x b/x",
+        "diff --git a/x y b/x y",
+        "new file mode 100644",
+        "deleted file mode 100644",
+        "rename from x",
+        "rename to y",
+        "index 1..2 100644",
+        "similarity index 90%",
+        "*** Begin Patch",
+        "*** End Patch",
+        "*** Add File: x",
+        "*** Delete File: y",
+        "*** Update File: z",
+        "*** Move to: w",
+        "@@",
+        "@@ fn a",
+        "*** End of File",
+        "+*** End Patch",
+        "-- ",
+        "2.47.0",
+    ];
+    (
+        prop::collection::vec(prop::sample::select(vocabulary), 0..40),
+        any::<bool>(),
+    )
+        .prop_map(|(lines, envelope)| {
+            let body = lines.join("\n");
+            if envelope {
+                format!("*** Begin Patch\n{body}\n*** End Patch\n")
+            } else {
+                body
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    #[test]
+    fn patch_shaped_text_never_panics_and_round_trips(text in patchish()) {
+        if let Ok(patch) = Patch::parse(&text) {
+            let printed = patch.to_string();
+            let again = Patch::parse(&printed).map_err(|e| TestCaseError::fail(format!("{e}\n--- input\n{text}\n--- printed\n{printed}")))?;
+            prop_assert_eq!(&again, &patch, "printed:\n{}", printed);
+            prop_assert_eq!(again.to_string(), printed);
+        }
+    }
+}
+
+/// Names that stress quoting: spaces, tabs, quotes, backslashes, non-ASCII.
+fn name() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "a", "dir/", "sp ace", "tab\t", "q\"", "back\\", "é", "x.txt", "-", "+",
+        ]),
+        1..4,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+/// Hunk body lines whose text may look like markers.
+fn body_text() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "",
+        "x",
+        "*** End Patch",
+        "--- a/x",
+        "+++ b/x",
+        "@@ -1 +1 @@",
+        "-- ",
+        " lead",
+        "trail ",
+        "cr\r",
+        "\\ no",
+    ])
+    .prop_map(str::to_owned)
+}
+
+/// Well-formed unified diffs (counts right) with hostile names and lines.
+fn unified_patch() -> impl Strategy<Value = String> {
+    let hunk = (
+        1usize..50,
+        prop::collection::vec((0u8..3, body_text()), 1..8),
+        any::<bool>(),
+    );
+    let file = (name(), any::<bool>(), prop::collection::vec(hunk, 1..4));
+    prop::collection::vec(file, 1..4).prop_map(|files| {
+        let mut out = String::new();
+        for (name, git, hunks) in files {
+            if git {
+                out.push_str(&format!(
+                    "diff --git {} {}\n",
+                    crate::quote::quote_if_needed(&format!("a/{name}"), true),
+                    crate::quote::quote_if_needed(&format!("b/{name}"), true)
+                ));
+            }
+            out.push_str(&format!(
+                "--- {}\n+++ {}\n",
+                crate::quote::quote_if_needed(&format!("a/{name}"), false),
+                crate::quote::quote_if_needed(&format!("b/{name}"), false)
+            ));
+            for (start, lines, no_newline) in hunks {
+                let old = lines.iter().filter(|(k, _)| *k != 2).count();
+                let new = lines.iter().filter(|(k, _)| *k != 1).count();
+                out.push_str(&format!("@@ -{start},{old} +{start},{new} @@\n"));
+                for (kind, text) in &lines {
+                    let marker = [' ', '-', '+'][usize::from(*kind)];
+                    out.push_str(&format!("{marker}{text}\n"));
+                }
+                if no_newline {
+                    out.push_str("\\ No newline at end of file\n");
+                }
+            }
+        }
+        out
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    #[test]
+    fn well_formed_unified_diffs_parse_and_round_trip(text in unified_patch()) {
+        let patch = Patch::parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        let printed = patch.to_string();
+        let again = Patch::parse(&printed).map_err(|e| TestCaseError::fail(format!("{e}\n--- printed\n{printed}")))?;
+        prop_assert_eq!(&again, &patch, "printed:\n{}", printed);
+        prop_assert_eq!(again.to_string(), printed);
+    }
+}
