@@ -4,8 +4,10 @@
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
-use agentcaps_paths::PathPolicy;
-use agentcaps_shell::{ShellPolicy, ShellPolicyBuilder, WindowsRules, danger};
+use agentcaps_paths::{PathPolicy, WindowsAliases};
+use agentcaps_shell::{
+    Arguments, ProgramRules, ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,
+};
 
 /// Commands allowed in the test fixtures beyond `read_only`.
 pub(crate) const EXTRA: &[&str] = &[
@@ -71,9 +73,34 @@ impl Tree {
             "unwrap" => files().unwrap_launchers(true),
             "agent-env" => files().allow_agent_environment(true),
             "host-program" => files().allow_program("/usr/bin/file"),
+            "windows-paths" => self
+                .with_extra(ShellPolicy::read_only(&self.root))
+                .path_policy(
+                    PathPolicy::builder()
+                        .allow(&self.root)
+                        .windows_aliases(WindowsAliases::Always)
+                        .build()
+                        .expect("path policy"),
+                ),
+            "host-rules" => files()
+                .rules(
+                    ProgramRules::new("cat").refuse("-v", "shows control characters (test rule)"),
+                )
+                .rules(
+                    ProgramRules::new("FILE.exe")
+                        .refuse("--brief", "is refused by this host (test rule)"),
+                )
+                .rules(text_arguments("head")),
             "development" => danger::development(&self.root).path_policy(self.paths()),
             other => panic!("unknown fixture policy {other:?}"),
         };
         builder.build().expect("shell policy")
     }
+}
+
+/// A table that marks `name`'s arguments as text.
+fn text_arguments(name: &str) -> ProgramRules {
+    let mut table = ProgramRules::new(name);
+    table.arguments = Arguments::Text;
+    table
 }

@@ -3,6 +3,7 @@
 #![allow(missing_docs)]
 
 mod attacks;
+mod config;
 mod fixture;
 mod lookups;
 mod messages;
