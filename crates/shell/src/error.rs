@@ -110,8 +110,10 @@ pub enum ShellError {
     },
     /// An argument, or a value inside it, names a path the policy refuses.
     #[error(
-        "refused argument `{argument}` (rule path): {spelling_note}{source}",
-        spelling_note = spelling_note(argument, spelling)
+        "refused argument `{argument}` (rule path: {}): {}{}",
+        source.rule(),
+        spelling_note(argument, spelling),
+        without_prefix(source)
     )]
     Path {
         /// The whole argument.
@@ -124,7 +126,12 @@ pub enum ShellError {
         source: Box<PathError>,
     },
     /// The working directory is outside the path policy.
-    #[error("refused working directory `{}` (rule working-directory): {source}", cwd.display())]
+    #[error(
+        "refused working directory `{}` (rule working-directory: {}): {}",
+        cwd.display(),
+        source.rule(),
+        without_prefix(source)
+    )]
     WorkingDirectory {
         /// The working directory as asked.
         cwd: PathBuf,
@@ -271,6 +278,18 @@ fn list_or_none(allowed: &[String]) -> String {
         "none".to_owned()
     } else {
         allowed.join(", ")
+    }
+}
+
+/// The path policy's message without its leading "refused `…`: ", which
+/// this crate's own message already says.
+fn without_prefix(source: &PathError) -> String {
+    let text = source.to_string();
+    match text.split_once("`: ") {
+        Some((head, rest)) if head.starts_with("refused") && !head.contains(": ") => {
+            rest.to_owned()
+        }
+        _ => text,
     }
 }
 

@@ -4,7 +4,8 @@
 use std::io;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, PathBeneath, PathFd, RestrictSelf,
@@ -91,58 +92,12 @@ impl Domain {
         if level == 0 || handled.is_empty() {
             return Ok(None);
         }
-        let mut ruleset = Ruleset::default();
-        if !handled.fs.is_empty() {
-            ruleset = ruleset.handle_access(handled.fs).map_err(landlock_error)?;
+        let key = Key::new(rules, &handled, level);
+        if let Some(ruleset) = reuse(&key) {
+            return Ok(Some(Self { ruleset, level }));
         }
-        if !handled.net.is_empty() {
-            ruleset = ruleset.handle_access(handled.net).map_err(landlock_error)?;
-        }
-        if !handled.scope.is_empty() {
-            ruleset = ruleset.scope(handled.scope).map_err(landlock_error)?;
-        }
-        let mut ruleset = ruleset.create().map_err(landlock_error)?;
-        if !handled.fs.is_empty() {
-            let abi = ABI::from(i32::from(level));
-            let read = AccessFs::from_read(abi);
-            let all = handled.fs;
-            let device_rw = all & (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate);
-            let runtime = Runtime::get();
-            let file = AccessFs::from_file(abi);
-            let held = runtime
-                .dirs
-                .iter()
-                .map(|(_, fd)| (fd, read))
-                .chain(runtime.devices_read.iter().map(|fd| (fd, read & file)))
-                .chain(runtime.devices_rw.iter().map(|fd| (fd, device_rw & file)));
-            for (fd, access) in held {
-                let rule = PathBeneath::new(fd.as_fd(), access);
-                ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
-            }
-            // `/etc` entries: reading files only, a right valid on a file and
-            // on a directory alike, so no `stat` is needed to choose.
-            let etc = all & AccessFs::ReadFile;
-            for path in RUNTIME_ETC {
-                if let Ok(fd) = PathFd::new(path) {
-                    ruleset = ruleset
-                        .add_rule(PathBeneath::new(fd, etc))
-                        .map_err(landlock_error)?;
-                }
-            }
-            let program = rules.program.as_deref().map(program_dirs);
-            let grants = program
-                .iter()
-                .flatten()
-                .filter(|dir| !runtime.covers(dir))
-                .map(|p| (p.as_path(), read))
-                .chain(rules.read.iter().map(|p| (p.as_path(), read)))
-                .chain(rules.write.iter().map(|p| (p.as_path(), all)));
-            for (path, access) in grants {
-                if let Some(rule) = beneath(path, access, abi) {
-                    ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
-                }
-            }
-        }
+        let ruleset = fresh(rules, &handled, &key)?;
+        keep(key, &ruleset);
         Ok(Some(Self { ruleset, level }))
     }
 
@@ -157,6 +112,137 @@ impl Domain {
             _ => Enforcement::Partial { abi: self.level },
         })
     }
+}
+
+/// What identifies a built ruleset: the rules, the ABI level, the program
+/// directories it grants and the identity (device, inode) of every root
+/// when it was built — a root replaced since (moved away, recreated) is a
+/// different key, so a reused ruleset never grants a directory the rules no
+/// longer name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    read: Vec<(PathBuf, Option<(u64, u64)>)>,
+    write: Vec<(PathBuf, Option<(u64, u64)>)>,
+    program: Vec<PathBuf>,
+    restrict_files: bool,
+    allow_network: bool,
+    level: u8,
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+impl Key {
+    fn new(rules: &KernelRules, handled: &Handled, level: u8) -> Self {
+        let with_id = |paths: &[PathBuf]| paths.iter().map(|p| (p.clone(), file_id(p))).collect();
+        let program = match rules.program.as_deref() {
+            Some(program) if !handled.fs.is_empty() => {
+                let runtime = Runtime::get();
+                program_dirs(program)
+                    .into_iter()
+                    .filter(|dir| !runtime.covers(dir))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        Self {
+            read: with_id(&rules.read),
+            write: with_id(&rules.write),
+            program,
+            restrict_files: rules.restrict_files,
+            allow_network: rules.allow_network,
+            level,
+        }
+    }
+}
+
+/// How long a built ruleset is reused for the same [`Key`]. Short, because
+/// the `/etc` files it holds can be replaced (a reused ruleset would keep
+/// granting the old file and not the new one, which only breaks the
+/// program, never widens what it may reach).
+const REUSE_FOR: Duration = Duration::from_secs(1);
+/// How many built rulesets are kept.
+const REUSE_SLOTS: usize = 8;
+
+static REUSED: Mutex<Vec<(Key, Instant, RulesetCreated)>> = Mutex::new(Vec::new());
+
+/// A handle on a ruleset recently built for `key`: the kernel lets one
+/// ruleset restrict any number of threads.
+fn reuse(key: &Key) -> Option<RulesetCreated> {
+    let kept = REUSED.lock().ok()?;
+    let (_, _, ruleset) = kept
+        .iter()
+        .find(|(k, built, _)| k == key && built.elapsed() < REUSE_FOR)?;
+    ruleset.try_clone().ok()
+}
+
+fn keep(key: Key, ruleset: &RulesetCreated) {
+    let (Ok(mut kept), Ok(copy)) = (REUSED.lock(), ruleset.try_clone()) else {
+        return;
+    };
+    kept.retain(|(k, built, _)| *k != key && built.elapsed() < REUSE_FOR);
+    if kept.len() >= REUSE_SLOTS {
+        kept.remove(0);
+    }
+    kept.push((key, Instant::now(), copy));
+}
+
+/// Builds the ruleset for `rules` from scratch.
+fn fresh(rules: &KernelRules, handled: &Handled, key: &Key) -> io::Result<RulesetCreated> {
+    let level = key.level;
+    let mut ruleset = Ruleset::default();
+    if !handled.fs.is_empty() {
+        ruleset = ruleset.handle_access(handled.fs).map_err(landlock_error)?;
+    }
+    if !handled.net.is_empty() {
+        ruleset = ruleset.handle_access(handled.net).map_err(landlock_error)?;
+    }
+    if !handled.scope.is_empty() {
+        ruleset = ruleset.scope(handled.scope).map_err(landlock_error)?;
+    }
+    let mut ruleset = ruleset.create().map_err(landlock_error)?;
+    if !handled.fs.is_empty() {
+        let abi = ABI::from(i32::from(level));
+        let read = AccessFs::from_read(abi);
+        let all = handled.fs;
+        let device_rw = all & (AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate);
+        let runtime = Runtime::get();
+        let file = AccessFs::from_file(abi);
+        let held = runtime
+            .dirs
+            .iter()
+            .map(|(_, fd)| (fd, read))
+            .chain(runtime.devices_read.iter().map(|fd| (fd, read & file)))
+            .chain(runtime.devices_rw.iter().map(|fd| (fd, device_rw & file)));
+        for (fd, access) in held {
+            let rule = PathBeneath::new(fd.as_fd(), access);
+            ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
+        }
+        // `/etc` entries: reading files only, a right valid on a file and
+        // on a directory alike, so no `stat` is needed to choose.
+        let etc = all & AccessFs::ReadFile;
+        for path in RUNTIME_ETC {
+            if let Ok(fd) = PathFd::new(path) {
+                ruleset = ruleset
+                    .add_rule(PathBeneath::new(fd, etc))
+                    .map_err(landlock_error)?;
+            }
+        }
+        let grants = key
+            .program
+            .iter()
+            .map(|p| (p.as_path(), read))
+            .chain(rules.read.iter().map(|p| (p.as_path(), read)))
+            .chain(rules.write.iter().map(|p| (p.as_path(), all)));
+        for (path, access) in grants {
+            if let Some(rule) = beneath(path, access, abi) {
+                ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
+            }
+        }
+    }
+    Ok(ruleset)
 }
 
 /// The runtime directories and devices, opened once per process: they do

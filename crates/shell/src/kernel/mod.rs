@@ -182,38 +182,63 @@ pub fn spawn_confined(
     cmd: &mut tokio::process::Command,
     rules: &KernelRules,
 ) -> std::io::Result<(tokio::process::Child, Enforcement)> {
-    let expected = would_enforce(rules);
+    let level = planned_level(rules);
+    let expected = if restricts_anything(rules, level) {
+        Enforcement::for_abi(level)
+    } else {
+        Enforcement::None
+    };
     if rules.require && !expected.is_full() {
         return Err(KernelRefusal::new(expected).into_io_error());
     }
     #[cfg(all(feature = "landlock", target_os = "linux"))]
-    if let Some(domain) = domain::Domain::build(rules, planned_level(rules))? {
-        return spawn_in_domain(cmd, domain, rules.require);
+    if expected != Enforcement::None {
+        return spawn_in_domain(cmd, rules, level);
     }
     cmd.spawn().map(|child| (child, Enforcement::None))
 }
 
-/// Restricts a throwaway thread with `domain`, spawns `cmd` from it and
-/// lets the thread end.
+/// Starts a throwaway thread, builds the domain meanwhile (its start and the
+/// build overlap), and has the thread restrict itself with it, spawn `cmd`
+/// and end.
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 fn spawn_in_domain(
     cmd: &mut tokio::process::Command,
-    domain: domain::Domain,
-    require: bool,
+    rules: &KernelRules,
+    level: u8,
 ) -> std::io::Result<(tokio::process::Child, Enforcement)> {
     let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+    let require = rules.require;
+    let (send, receive) = std::sync::mpsc::sync_channel::<Option<domain::Domain>>(1);
     std::thread::scope(|scope| {
         let confined = std::thread::Builder::new()
             .name("agentcaps-landlock".to_owned())
             .spawn_scoped(scope, move || {
+                // A closed channel means the build failed: the caller
+                // reports its error and nothing is spawned.
+                let Ok(domain) = receive.recv() else {
+                    return Err(std::io::Error::other("the Landlock domain was not built"));
+                };
                 let _entered = runtime.enter();
-                let achieved = domain.restrict_current_thread()?;
+                let achieved = match domain {
+                    Some(domain) => domain.restrict_current_thread()?,
+                    None => Enforcement::None,
+                };
                 if require && !achieved.is_full() {
                     return Err(KernelRefusal::new(achieved).into_io_error());
                 }
                 let child = cmd.spawn()?;
                 Ok((child, achieved))
             })?;
+        match domain::Domain::build(rules, level) {
+            // Should the thread be gone already, joining it says why.
+            Ok(domain) => drop(send.send(domain)),
+            Err(error) => {
+                drop(send);
+                let _ = confined.join();
+                return Err(error);
+            }
+        }
         confined
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the confining thread panicked")))
