@@ -564,3 +564,27 @@ async fn the_child_runs_with_no_new_privs() {
         "{status}"
     );
 }
+
+/// Domains are reused for a moment for the same rules; a writable root that
+/// is moved away and recreated between two commands must not stay writable
+/// under its new name (the reused domain would hold the old directory).
+#[tokio::test]
+async fn a_root_replaced_between_commands_is_not_granted_under_its_new_name() {
+    assert_landlock_here();
+    let tree = Tree::new();
+    let rules = tree.rules();
+    let first = format!("write:{}/first.txt", tree.write.display());
+    let (results, _) = run_probe(&rules, &[first]).await.expect("run");
+    assert_eq!(results[0].1, Ok(()));
+
+    let moved = tree.outside.join("old-write-root");
+    std::fs::rename(&tree.write, &moved).expect("move the root away");
+    std::fs::create_dir(&tree.write).expect("recreate the root");
+    let ops = [
+        format!("write:{}/second.txt", moved.display()),
+        format!("write:{}/second.txt", tree.write.display()),
+    ];
+    let (results, _) = run_probe(&rules, &ops).await.expect("run");
+    let got: Vec<_> = results.iter().map(|(_, r)| *r).collect();
+    assert_eq!(got, [Err(13), Ok(())], "{results:?}");
+}
