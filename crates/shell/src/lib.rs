@@ -56,6 +56,9 @@
 //! - `runner` (default): [`ShellPolicy::run`] on tokio, with the kernel
 //!   enforcement seam. Without it the crate is a validator only, with no
 //!   tokio dependency.
+//! - `landlock` (default, implies `runner`): on Linux, every command runs in
+//!   a Landlock domain built from the same policy; the level achieved is in
+//!   each [`RunResult`].
 #![forbid(unsafe_code)]
 
 mod budget;
