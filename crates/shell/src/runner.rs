@@ -18,8 +18,9 @@ use crate::request::ValidatedCommand;
 /// timeout (a process that left the group may still hold a pipe).
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
 
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a command ended. Serializes as `{"code": N}` or `{"signal": N}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Exit {
     /// It exited with this code.
@@ -29,7 +30,7 @@ pub enum Exit {
 }
 
 /// Whether each stream was cut at `max_output_bytes`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct Truncated {
     /// Standard output was cut.
@@ -38,8 +39,8 @@ pub struct Truncated {
     pub stderr: bool,
 }
 
-/// What a run produced.
-#[derive(Debug, Clone)]
+/// What a run produced. Serializes with `duration` in milliseconds.
+#[derive(Debug, Clone, serde::Serialize)]
 #[non_exhaustive]
 pub struct RunResult {
     /// Exit code or signal.
@@ -54,6 +55,7 @@ pub struct RunResult {
     /// Whether the timeout expired (the whole process group was killed).
     pub timed_out: bool,
     /// Wall time from spawn to the end of the output.
+    #[serde(rename = "duration_ms", serialize_with = "millis")]
     pub duration: Duration,
     /// The program executed.
     pub program: PathBuf,
@@ -200,6 +202,10 @@ impl ShellPolicy {
             self.require_kernel_enforcement,
         )
     }
+}
+
+fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Read `stream` to its end, keeping what fits in `capture`.

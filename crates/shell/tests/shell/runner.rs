@@ -55,6 +55,14 @@ async fn runs_without_a_shell_and_reports_the_argv() {
     assert!(!out.timed_out);
     assert_eq!(out.argv, ["echo", "a;b", "$HOME"]);
     assert!(out.program.is_absolute());
+    let json = serde_json::to_value(&out).unwrap();
+    assert_eq!(json["exit"], serde_json::json!({ "code": 0 }));
+    assert_eq!(
+        json["truncated"],
+        serde_json::json!({ "stdout": false, "stderr": false })
+    );
+    assert!(json["duration_ms"].is_u64());
+    assert!(json["enforced"].is_string());
 }
 
 #[tokio::test]
