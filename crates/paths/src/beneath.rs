@@ -14,7 +14,7 @@ use rustix::io::Errno;
 
 use crate::real_fs::kind_of;
 use crate::resolve::Follow;
-use crate::{Access, Budget, EntryKind, FileSystem, PathError, PathPolicy};
+use crate::{Access, EntryKind, FileSystem, PathError, PathPolicy};
 
 /// How [`Beneath::write`] treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,15 +168,9 @@ impl Beneath {
         access: Access,
         follow: Follow,
     ) -> Result<Target, PathError> {
-        let mut budget = Budget::new(self.policy.cost_upper_bound(spelling));
-        let checked = self.policy.judge(
-            self.view.as_ref(),
-            base,
-            spelling,
-            access,
-            &mut budget,
-            follow,
-        )?;
+        let checked =
+            self.policy
+                .judge(self.view.as_ref(), base, spelling, access, None, follow)?;
         let location = checked.location().to_path_buf();
         let root = self
             .roots

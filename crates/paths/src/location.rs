@@ -1,8 +1,8 @@
 //! An absolute location as bytes, built a component at a time.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
 
 /// An absolute, normalized location: `/` or `/a/b` (no `.`, `..`, empty or
 /// trailing components).
@@ -21,7 +21,8 @@ impl Location {
         if bytes.first() != Some(&b'/') {
             return None;
         }
-        let mut location = Location::root();
+        let mut location = Location(Vec::with_capacity(bytes.len() + 32));
+        location.0.push(b'/');
         for name in bytes.split(|b| *b == b'/') {
             match name {
                 b"" | b"." => {}
@@ -61,6 +62,10 @@ impl Location {
 
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.0
+    }
+
+    pub(crate) fn into_path_buf(self) -> PathBuf {
+        PathBuf::from(OsString::from_vec(self.0))
     }
 
     pub(crate) fn as_path(&self) -> &Path {

@@ -203,7 +203,7 @@ pub struct Checked {
     pub(crate) lexical: PathBuf,
     pub(crate) posix: PathBuf,
     pub(crate) windows: PathBuf,
-    pub(crate) root: PathBuf,
+    pub(crate) root: Arc<Path>,
     pub(crate) root_access: RootAccess,
     pub(crate) kind: Option<EntryKind>,
     pub(crate) lookups: u64,
@@ -311,8 +311,7 @@ impl PathPolicy {
         spelling: &str,
         access: Access,
     ) -> Result<Checked, PathError> {
-        let mut budget = Budget::new(self.cost_upper_bound(spelling));
-        self.check_within(fs, base, spelling, access, &mut budget)
+        self.judge(fs, base, spelling, access, None, Follow::Last)
     }
 
     /// [`PathPolicy::check_on`], paying lookups from a shared budget.
@@ -329,7 +328,7 @@ impl PathPolicy {
         access: Access,
         budget: &mut Budget,
     ) -> Result<Checked, PathError> {
-        self.judge(fs, base, spelling, access, budget, Follow::Last)
+        self.judge(fs, base, spelling, access, Some(budget), Follow::Last)
     }
 
     /// The check, following a final link or not.
@@ -339,18 +338,29 @@ impl PathPolicy {
         base: &Path,
         spelling: &str,
         access: Access,
-        budget: &mut Budget,
+        budget: Option<&mut Budget>,
         follow: Follow,
     ) -> Result<Checked, PathError> {
         let base = Location::from_absolute(base).ok_or_else(|| PathError::RelativeBase {
             base: base.to_path_buf(),
         })?;
         let readings = self.spell(spelling)?;
+        let mut own_budget;
+        let budget = match budget {
+            Some(budget) => budget,
+            None => {
+                own_budget = Budget::new(self.cost_of(spelling, &readings) + Self::LINK_ALLOWANCE);
+                &mut own_budget
+            }
+        };
         let rules = &self.inner.rules;
         let lexical_location = lexical(&base, &readings.posix);
-        rules.judge(spelling, Reading::Lexical, &lexical_location, access)?;
+        let lexical_root = rules.judge(spelling, Reading::Lexical, &lexical_location, access)?;
         if let Some(windows) = &readings.windows {
-            rules.judge(spelling, Reading::Lexical, &lexical(&base, windows), access)?;
+            let windows_lexical = lexical(&base, windows);
+            if windows_lexical != lexical_location {
+                rules.judge(spelling, Reading::Lexical, &windows_lexical, access)?;
+            }
         }
         let aliases = self.inner.rules.aliases();
         let mut resolver = Resolver::new(
@@ -362,7 +372,12 @@ impl PathPolicy {
             readings.windows.is_some() || aliases,
         );
         let posix = resolver.posix(&base, &readings.posix, follow)?;
-        let root = rules.judge(spelling, Reading::Posix, &posix.location, access)?;
+        // A location already judged is not judged again.
+        let root = if posix.location == lexical_location {
+            lexical_root
+        } else {
+            rules.judge(spelling, Reading::Posix, &posix.location, access)?
+        };
         // Where Windows rules apply, a link's target reads differently
         // (backslashes, aliases), so the Windows reading runs whenever a
         // link was met, even for a spelling that reads the same.
@@ -374,7 +389,9 @@ impl PathPolicy {
         let windows = match windows_spelled {
             Some(windows) => {
                 let outcome = resolver.windows(&base, windows, follow)?;
-                rules.judge(spelling, Reading::Windows, &outcome.location, access)?;
+                if outcome.location != posix.location && outcome.location != lexical_location {
+                    rules.judge(spelling, Reading::Windows, &outcome.location, access)?;
+                }
                 outcome.location
             }
             None => posix.location.clone(),
@@ -390,15 +407,16 @@ impl PathPolicy {
             .roots
             .get(root)
             .map(|r| (r.canonical.clone(), r.access))
-            .unwrap_or((PathBuf::from("/"), RootAccess::ReadOnly));
+            .unwrap_or_else(|| (Arc::from(Path::new("/")), RootAccess::ReadOnly));
+        let lookups = resolver.lookups();
         Ok(Checked {
-            lexical: lexical_location.as_path().to_path_buf(),
-            posix: posix.location.as_path().to_path_buf(),
-            windows: windows.as_path().to_path_buf(),
+            lexical: lexical_location.into_path_buf(),
+            posix: posix.location.into_path_buf(),
+            windows: windows.into_path_buf(),
             root,
             root_access,
             kind: posix.kind,
-            lookups: resolver.lookups(),
+            lookups,
         })
     }
 
@@ -455,11 +473,12 @@ impl PathPolicy {
         }
         let posix = split_posix(spelling.as_bytes());
         let windows = if aliases {
-            Some(split_windows(spelling).map_err(refuse)?)
-        } else {
+            Some(split_windows(spelling).map_err(refuse)?).filter(|w| w.has_up() || *w != posix)
+        } else if posix.has_up() {
             Some(posix.clone())
+        } else {
+            None
         };
-        let windows = windows.filter(|w| w.has_up() || *w != posix);
         Ok(Readings { posix, windows })
     }
 
@@ -467,12 +486,17 @@ impl PathPolicy {
     /// §1.2): 1 for a plain component, otherwise 2 per component of each
     /// reading that needs its own resolution.
     pub fn spelled_cost(&self, spelling: &str) -> u64 {
-        if self.is_plain_component(spelling) {
+        match self.spell(spelling) {
+            Ok(readings) => self.cost_of(spelling, &readings),
+            // Refused before any lookup.
+            Err(_) => 0,
+        }
+    }
+
+    fn cost_of(&self, spelling: &str, readings: &Readings<'_>) -> u64 {
+        if readings.windows.is_none() && self.is_plain_component(spelling) {
             return 1;
         }
-        let Ok(readings) = self.spell(spelling) else {
-            return 0;
-        };
         let names = |s: &Spelled<'_>| 2 * s.names() as u64;
         names(&readings.posix) + readings.windows.as_ref().map_or(0, names)
     }
@@ -496,7 +520,7 @@ impl PathPolicy {
             .rules
             .roots
             .iter()
-            .map(|r| (r.canonical.as_path(), r.access))
+            .map(|r| (&*r.canonical, r.access))
     }
 
     /// The blocked entries (roots and globs), defaults included.

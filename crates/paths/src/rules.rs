@@ -2,6 +2,7 @@
 //! write-protected entry in one automaton.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet, meta};
@@ -14,7 +15,7 @@ use crate::{Access, PathError, Reading, RootAccess};
 #[derive(Debug)]
 pub(crate) struct Root {
     /// Canonical location (what [`crate::PathPolicy::roots`] reports).
-    pub(crate) canonical: PathBuf,
+    pub(crate) canonical: Arc<Path>,
     /// Spellings that denote it (canonical and as given), folded when roots
     /// compare case-insensitively.
     forms: Vec<Vec<u8>>,
@@ -108,7 +109,7 @@ impl Rules {
                 }
             }
             roots.push(Root {
-                canonical: real.as_path().to_path_buf(),
+                canonical: Arc::from(real.as_path()),
                 forms,
                 access: *access,
             });
@@ -209,11 +210,12 @@ impl Rules {
     /// would name it.
     fn blocking_entry(&self, location: &Location, access: Access) -> Option<(&str, EntryKind)> {
         let automaton = self.automaton.as_ref()?;
-        let mut set = PatternSet::new(automaton.pattern_len());
+        let mut set: Option<PatternSet> = None;
         let mut probe = |bytes: &[u8]| {
             let input = Input::new(bytes).anchored(Anchored::Yes);
             if automaton.is_match(input.clone()) {
-                automaton.which_overlapping_matches(&input, &mut set);
+                let set = set.get_or_insert_with(|| PatternSet::new(automaton.pattern_len()));
+                automaton.which_overlapping_matches(&input, set);
             }
         };
         probe(location.as_bytes());
@@ -227,6 +229,7 @@ impl Rules {
                 probe(aliased.as_bytes());
             }
         }
+        let set = set?;
         let mut protected = None;
         for id in set.iter() {
             let (entry, kind) = self.entries.get(id.as_usize())?;
@@ -304,7 +307,7 @@ impl Rules {
                 spelling: spelling.to_owned(),
                 reading,
                 location: location.as_path().to_path_buf(),
-                root: root.clone(),
+                root: root.to_path_buf(),
             });
         }
         Ok(index)

@@ -148,26 +148,25 @@ const DEVICES: [&str; 6] = ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"];
 /// name, with or without an extension, in any case, with trailing spaces
 /// or dots, or a stream suffix.
 pub(crate) fn is_device_name(name: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(name) else {
-        return false;
-    };
-    let text = text.split(':').next().unwrap_or(text);
-    let base = text
-        .split('.')
-        .next()
-        .unwrap_or(text)
-        .trim_end_matches([' ', '.']);
-    let upper = base.to_uppercase();
-    if DEVICES.contains(&upper.as_str()) {
+    let end = name
+        .iter()
+        .position(|b| *b == b':' || *b == b'.')
+        .unwrap_or(name.len());
+    let base = trim_end(name.get(..end).unwrap_or(name), b" ");
+    if DEVICES
+        .iter()
+        .any(|d| d.as_bytes().eq_ignore_ascii_case(base))
+    {
         return true;
     }
-    let mut chars = upper.chars();
-    let prefix: String = chars.by_ref().take(3).collect();
-    if prefix != "COM" && prefix != "LPT" {
+    let (Some(prefix), Some(digit)) = (base.get(..3), base.get(3..)) else {
+        return false;
+    };
+    if !prefix.eq_ignore_ascii_case(b"COM") && !prefix.eq_ignore_ascii_case(b"LPT") {
         return false;
     }
-    let rest: Vec<char> = chars.collect();
-    matches!(rest.as_slice(), [d] if d.is_ascii_digit() || matches!(d, '¹' | '²' | '³'))
+    // One digit, ASCII or superscript ¹ ² ³ (which Windows also reads).
+    matches!(digit, [d] if d.is_ascii_digit()) || matches!(digit, [0xC2, 0xB9 | 0xB2 | 0xB3])
 }
 
 /// `GIT~1`, `PROGRA~1.TXT`: the shape of a Windows 8.3 short name.
