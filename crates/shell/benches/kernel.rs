@@ -6,6 +6,11 @@
 //! spawn and the confined spawn back to back and each benchmark times one
 //! of the two: both see the same load. Compare the medians.
 //!
+//! Under load, spawn times have a long tail (waiting for a CPU), and a
+//! criterion sample sums many spawns, so its median carries the tail; the
+//! bench therefore also prints, before criterion runs, the median, mean and
+//! 90th percentile of single spawns from 400 interleaved pairs.
+//!
 //! `cargo bench -p agentcaps-shell --bench kernel`
 
 // criterion's macros generate undocumented public functions.
@@ -50,6 +55,8 @@ fn spawn(c: &mut Criterion) {
         "this bench needs Landlock ABI 6+"
     );
 
+    print_single_spawn_stats(&runtime, &rules);
+
     let mut group = c.benchmark_group("spawn /bin/true");
     for (name, time_confined) in [("plain (baseline)", false), ("confined (landlock)", true)] {
         group.bench_function(name, |b| {
@@ -67,6 +74,44 @@ fn spawn(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+/// Median, mean and 90th percentile of single spawns, plain and confined,
+/// from interleaved pairs.
+fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &KernelRules) {
+    const PAIRS: usize = 400;
+    let (plain, confined): (Vec<_>, Vec<_>) = runtime.block_on(async {
+        let mut pairs = Vec::with_capacity(PAIRS);
+        for _ in 0..PAIRS {
+            pairs.push((spawn_true(None).await, spawn_true(Some(rules)).await));
+        }
+        pairs.into_iter().unzip()
+    });
+    let describe = |mut times: Vec<Duration>| {
+        times.sort();
+        let at = |q: usize| {
+            times
+                .get(times.len() * q / 100)
+                .copied()
+                .unwrap_or_default()
+        };
+        let mean = times.iter().sum::<Duration>() / u32::try_from(times.len()).unwrap_or(1);
+        (at(50), mean, at(90))
+    };
+    let (plain, confined) = (describe(plain), describe(confined));
+    let ratio = |c: Duration, p: Duration| 100.0 * (c.as_secs_f64() / p.as_secs_f64() - 1.0);
+    eprintln!(
+        "single spawns ({PAIRS} interleaved pairs): plain median {:?} mean {:?} p90 {:?}; \
+         confined median {:?} mean {:?} p90 {:?}; added: median {:+.1}%, mean {:+.1}%",
+        plain.0,
+        plain.1,
+        plain.2,
+        confined.0,
+        confined.1,
+        confined.2,
+        ratio(confined.0, plain.0),
+        ratio(confined.1, plain.1),
+    );
 }
 
 criterion_group!(benches, spawn);
