@@ -83,8 +83,11 @@
 //! - Metadata: Landlock does not control `stat`, `readlink`, `chdir` or
 //!   path walks, so a command can learn whether a path outside the roots
 //!   exists and its size and times (not its content or listing).
-//! - Network other than TCP: UDP, raw and netlink sockets, and connecting to
-//!   *pathname* UNIX sockets (ABI 9 adds that; it is not requested here).
+//! - Network other than TCP: UDP (so data can still leave through DNS
+//!   queries or any UDP service), raw and netlink sockets, and connecting
+//!   to *pathname* UNIX sockets outside the roots, such as an SSH agent or a
+//!   container daemon socket (ABI 9 adds that; it is not requested here).
+//!   Both gaps are pinned by tests.
 //! - Executing: anything beneath a read root, a writable root or a runtime
 //!   directory may be executed (a program written into a writable root
 //!   included); the argument checks choose `argv[0]`, the kernel does not.
