@@ -74,6 +74,8 @@ pub struct ShellPolicyConfig {
     pub unwrap_launchers: bool,
     /// Let the agent set (checked) variables.
     pub allow_agent_environment: bool,
+    /// Let a request give bytes on standard input.
+    pub allow_stdin: bool,
     /// When Windows option rules apply (`"auto"` or `"always"`).
     pub windows_rules: WindowsRules,
     /// Let commands use the network (kernel enforcement).
@@ -98,6 +100,7 @@ impl Default for ShellPolicyConfig {
             defaults: true,
             unwrap_launchers: false,
             allow_agent_environment: false,
+            allow_stdin: false,
             windows_rules: WindowsRules::Auto,
             allow_network: false,
             require_kernel_enforcement: false,
@@ -159,6 +162,7 @@ impl ShellPolicyConfig {
             .max_output_bytes(self.max_output_bytes)
             .unwrap_launchers(self.unwrap_launchers)
             .allow_agent_environment(self.allow_agent_environment)
+            .allow_stdin(self.allow_stdin)
             .windows_rules(self.windows_rules)
             .allow_network(self.allow_network)
             .require_kernel_enforcement(self.require_kernel_enforcement)

@@ -188,6 +188,13 @@ pub enum ShellError {
         /// The `PATH` searched (empty and relative entries are skipped).
         path: String,
     },
+    /// The request gives standard input and the policy does not allow it,
+    /// or gives more than the limit.
+    #[error("refused standard input (rule stdin): {reason}")]
+    Stdin {
+        /// Why.
+        reason: String,
+    },
     /// The policy itself is invalid.
     #[error("invalid shell policy (rule config): {message}")]
     Config {
@@ -241,6 +248,7 @@ impl ShellError {
             Self::ArgumentTooLong { .. } => "argument-too-long",
             Self::Nul { .. } => "nul",
             Self::EnvVar { .. } => "env-var",
+            Self::Stdin { .. } => "stdin",
             Self::ProgramNotFound { .. } => "program-not-found",
             Self::Config { .. } => "config",
             Self::PathIo { .. } => "io",

@@ -28,6 +28,9 @@ pub const DEVELOPMENT_COMMANDS: &[&str] = &[
 /// (SPEC §2.6).
 pub const LOOKUP_BUDGET: u64 = 20_000;
 
+/// The most bytes of standard input a request may give (where allowed).
+pub const MAX_STDIN_BYTES: usize = 1 << 20;
+
 /// An argument longer than this many characters is refused (SPEC §2.6).
 pub const MAX_ARGUMENT_CHARS: usize = 4096;
 
@@ -61,6 +64,7 @@ pub struct ShellPolicy {
     pub(crate) environment: BTreeMap<String, String>,
     pub(crate) unwrap_launchers: bool,
     pub(crate) agent_environment: bool,
+    pub(crate) stdin: bool,
     pub(crate) windows_rules: bool,
     pub(crate) allow_network: bool,
     pub(crate) require_kernel_enforcement: bool,
@@ -93,6 +97,7 @@ impl ShellPolicy {
             environment: BTreeMap::new(),
             unwrap_launchers: false,
             agent_environment: false,
+            stdin: false,
             windows_rules: WindowsRules::Auto,
             allow_network: false,
             require_kernel_enforcement: false,
@@ -188,6 +193,11 @@ impl ShellPolicy {
         self.unwrap_launchers
     }
 
+    /// Whether a request may give bytes on standard input.
+    pub fn allows_stdin(&self) -> bool {
+        self.stdin
+    }
+
     /// Whether commands may use the network (kernel enforcement).
     pub fn allows_network(&self) -> bool {
         self.allow_network
@@ -216,6 +226,7 @@ pub struct ShellPolicyBuilder {
     environment: BTreeMap<String, String>,
     unwrap_launchers: bool,
     agent_environment: bool,
+    stdin: bool,
     windows_rules: WindowsRules,
     allow_network: bool,
     require_kernel_enforcement: bool,
@@ -301,6 +312,13 @@ impl ShellPolicyBuilder {
     /// make a child load or run code are still refused.
     pub fn allow_agent_environment(mut self, on: bool) -> Self {
         self.agent_environment = on;
+        self
+    }
+
+    /// Let a request give bytes on standard input (at most
+    /// [`MAX_STDIN_BYTES`]); otherwise stdin is closed.
+    pub fn allow_stdin(mut self, on: bool) -> Self {
+        self.stdin = on;
         self
     }
 
@@ -395,6 +413,7 @@ impl ShellPolicyBuilder {
             environment: self.environment,
             unwrap_launchers: self.unwrap_launchers,
             agent_environment: self.agent_environment,
+            stdin: self.stdin,
             windows_rules: match self.windows_rules {
                 WindowsRules::Auto => cfg!(windows),
                 WindowsRules::Always => true,

@@ -43,6 +43,10 @@ pub struct CommandRequest {
     /// agent set variables, and then checked by name.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Bytes for the command's standard input; refused unless the policy
+    /// allows it (stdin is closed otherwise).
+    #[serde(default)]
+    pub stdin: Option<String>,
 }
 
 impl CommandRequest {
@@ -66,6 +70,7 @@ impl CommandRequest {
             cwd: None,
             timeout_ms: None,
             env: BTreeMap::new(),
+            stdin: None,
         }
     }
 
@@ -78,6 +83,13 @@ impl CommandRequest {
     /// Ask for a shorter timeout than the policy's.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout_ms = Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// Give the command these bytes on its standard input (see
+    /// [`CommandRequest::stdin`]).
+    pub fn with_stdin(mut self, input: impl Into<String>) -> Self {
+        self.stdin = Some(input.into());
         self
     }
 
@@ -99,6 +111,7 @@ pub struct ValidatedCommand {
     pub(crate) env: Vec<(OsString, OsString)>,
     pub(crate) lookups: u64,
     pub(crate) timeout: Duration,
+    pub(crate) stdin: Option<Vec<u8>>,
 }
 
 impl ValidatedCommand {
@@ -131,6 +144,11 @@ impl ValidatedCommand {
     /// The file-system lookups the checks spent.
     pub fn lookups(&self) -> u64 {
         self.lookups
+    }
+
+    /// The bytes it will get on standard input (`None`: stdin is closed).
+    pub fn stdin(&self) -> Option<&[u8]> {
+        self.stdin.as_deref()
     }
 
     /// The timeout it will run under.

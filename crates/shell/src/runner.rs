@@ -100,7 +100,11 @@ impl ShellPolicy {
             .current_dir(&command.cwd)
             .env_clear()
             .envs(command.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(if command.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -112,6 +116,8 @@ impl ShellPolicy {
         let (mut child, enforced) =
             kernel::spawn_confined(&mut cmd, &rules).map_err(spawn_error)?;
         let group = child.id();
+        let mut stdin = child.stdin.take();
+        let input = command.stdin.clone().unwrap_or_default();
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
         let mut out = Capture::new(self.max_output_bytes);
@@ -126,8 +132,9 @@ impl ShellPolicy {
                 status
             };
             let work = async {
-                let (status, (), ()) = tokio::join!(
+                let (status, (), (), ()) = tokio::join!(
                     waited,
+                    feed(&mut stdin, &input),
                     drain(&mut stdout, &mut out),
                     drain(&mut stderr, &mut err)
                 );
@@ -206,6 +213,14 @@ impl ShellPolicy {
 
 fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Write `input` to the child's stdin, then close it (a child that stops
+/// reading early is not an error).
+async fn feed(stdin: &mut Option<tokio::process::ChildStdin>, input: &[u8]) {
+    if let Some(mut pipe) = stdin.take() {
+        let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, input).await;
+    }
 }
 
 /// Read `stream` to its end, keeping what fits in `capture`.

@@ -18,7 +18,7 @@ use crate::env::{check_agent_variable, child_environment};
 use crate::error::ShellError;
 use crate::identity::{identity, is_bare};
 use crate::launcher::{Launch, launch};
-use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, ShellPolicy, normalize};
+use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::program::find_in_path;
 use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{ArgumentAccess, Arguments};
@@ -104,6 +104,25 @@ pub(crate) fn validate(
         check_agent_variable(name, value)?;
     }
 
+    let stdin = match &request.stdin {
+        None => None,
+        Some(_) if !policy.stdin => {
+            return Err(ShellError::Stdin {
+                reason: "this policy closes standard input; give the data as a file argument"
+                    .to_owned(),
+            });
+        }
+        Some(input) if input.len() > MAX_STDIN_BYTES => {
+            return Err(ShellError::Stdin {
+                reason: format!(
+                    "{} bytes is more than the {MAX_STDIN_BYTES} allowed",
+                    input.len()
+                ),
+            });
+        }
+        Some(input) => Some(input.clone().into_bytes()),
+    };
+
     let cwd_spelling = request.cwd.as_deref().unwrap_or(".");
     let (cwd, lookups) = match &policy.paths {
         Some(paths) => judge_paths(policy, paths, fs, &argv, work, cwd_spelling, when)?,
@@ -159,6 +178,7 @@ pub(crate) fn validate(
         env,
         lookups,
         timeout,
+        stdin,
     })
 }
 

@@ -192,6 +192,28 @@ mod tests {
         assert_eq!(shebang(b"\n"), None);
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_elf_header_is_read_without_panicking(
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
+            wide in 1u8..=2,
+            little in 1u8..=2,
+        ) {
+            let mut header = vec![0x7f, b'E', b'L', b'F', wide, little];
+            header.extend(body);
+            // The file does not exist: a header that points at an
+            // interpreter still yields nothing, and nothing panics.
+            proptest::prop_assert_eq!(elf_interp(Path::new("/nonexistent/agentcaps"), &header), None);
+        }
+
+        #[test]
+        fn any_shebang_line_is_read_without_panicking(line in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            if let Some(interp) = shebang(&line) {
+                proptest::prop_assert!(interp.is_absolute());
+            }
+        }
+    }
+
     #[test]
     fn garbage_headers_give_nothing_and_never_panic() {
         let mut header = b"\x7fELF\x02\x01".to_vec();

@@ -16,6 +16,7 @@ struct Case {
     cwd: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    stdin: Option<String>,
     #[serde(default = "files")]
     policy: String,
     expect: Expect,
@@ -60,6 +61,9 @@ fn request(case: &Case) -> CommandRequest {
     };
     if let Some(cwd) = &case.cwd {
         req = req.with_cwd(cwd.clone());
+    }
+    if let Some(input) = &case.stdin {
+        req = req.with_stdin(input.clone());
     }
     for (name, value) in &case.env {
         req = req.with_env(name.clone(), value.clone());

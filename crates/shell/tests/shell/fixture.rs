@@ -72,6 +72,7 @@ impl Tree {
             "windows" => files().windows_rules(WindowsRules::Always),
             "unwrap" => files().unwrap_launchers(true),
             "agent-env" => files().allow_agent_environment(true),
+            "stdin" => files().allow_stdin(true),
             "host-program" => files().allow_program("/usr/bin/file"),
             "windows-paths" => self
                 .with_extra(ShellPolicy::read_only(&self.root))

@@ -309,3 +309,15 @@ fn blocking_run_works_without_a_runtime() {
         .unwrap();
     assert_eq!(policy.run_blocking(cmd).unwrap().stdout, "hi\n");
 }
+
+#[tokio::test]
+async fn stdin_bytes_are_given_where_allowed() {
+    let tree = Tree::new();
+    let policy = policy(&tree, &["cat"]).allow_stdin(true).build().unwrap();
+    let cmd = policy
+        .validate(&CommandRequest::argv(["cat"]).with_stdin("piped in\n"))
+        .unwrap();
+    let out = policy.run(cmd).await.unwrap();
+    assert_eq!(out.stdout, "piped in\n");
+    assert_eq!(out.exit, Exit::Code(0));
+}
