@@ -345,6 +345,21 @@ fn spawning_outside_a_runtime_is_an_error_not_a_panic() {
     assert!(KernelRefusal::from_io_error(&error).is_none());
 }
 
+#[tokio::test]
+async fn a_missing_program_is_the_spawn_error_not_a_refusal() {
+    assert_landlock_here();
+    let tree = Tree::new();
+    let missing = tree.write.join("no-such-program");
+    let mut cmd = tokio::process::Command::new(&missing);
+    let error = spawn_confined(
+        &mut cmd,
+        &tree.rules().with_program(&missing).with_require(true),
+    )
+    .expect_err("nothing to run");
+    assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
+    assert!(KernelRefusal::from_io_error(&error).is_none());
+}
+
 #[test]
 fn enforcement_serialises_as_the_words_of_the_run_result() {
     for (level, text) in [
