@@ -14,7 +14,11 @@
 //! lookup.
 //!
 //! Two distinct parts whose hashes collide are counted once: a collision can
-//! only lower the bound, never refuse a command that is within budget. The
+//! only lower the bound, never refuse a command that is within budget. A
+//! part that cannot be judged at all (`:` where Windows aliases apply) is
+//! counted although its check costs nothing: it is refused outright, so a
+//! command holding one is refused either way — only the rule named may be
+//! `too-costly` instead of `path`. The
 //! exact count ([`PathPolicy::spelled_cost`] on every distinct part) follows
 //! for commands that pass this bound.
 //!
@@ -160,5 +164,48 @@ mod tests {
         };
         // `-éa`: bytes `- C3 A9 a`; tails `éa` and `a`, plus the argument.
         assert_eq!(bound.add("-éa", parts), 3);
+    }
+
+    proptest::proptest! {
+        /// The bound never exceeds the exact cost (the distinct parts'
+        /// spelled costs), so it never refuses a command within budget —
+        /// unless a part cannot be judged at all (it costs nothing because
+        /// it is refused outright, so the command is refused either way).
+        #[test]
+        fn the_bound_is_a_lower_bound_of_the_exact_cost(
+            args in proptest::collection::vec("[ab./\\=:é -]{0,12}", 0..8),
+            windows in proptest::bool::ANY,
+        ) {
+            use crate::cluster::{Conditions, parts, path_spellings};
+            let root = std::env::temp_dir().canonicalize().unwrap();
+            let mut builder = agentcaps_paths::PathPolicy::builder().allow(&root);
+            if windows {
+                builder = builder.windows_aliases(agentcaps_paths::WindowsAliases::Always);
+            }
+            let paths = builder.build().unwrap();
+            let when = Conditions { path_policy: true, windows };
+            let mut bound = LowerBound::default();
+            let mut seen = HashSet::new();
+            let mut exact = 0u64;
+            let mut refused = false;
+            let mut out = Vec::new();
+            for arg in &args {
+                bound.add(arg, parts(None, arg, false, when));
+                out.clear();
+                path_spellings(None, arg, false, when, &mut out);
+                for part in out.drain(..) {
+                    if seen.insert(part.to_owned()) {
+                        let cost = paths.spelled_cost(part);
+                        exact += cost;
+                        if cost == 0 {
+                            let fs = agentcaps_paths::SimFs::new();
+                            let judged = paths.check_on(&fs, &root, part, agentcaps_paths::Access::Read);
+                            refused |= judged.is_err_and(|e| e.is_refusal());
+                        }
+                    }
+                }
+            }
+            proptest::prop_assert!(refused || bound.count() <= exact, "bound {} > exact {exact} for {args:?}", bound.count());
+        }
     }
 }
