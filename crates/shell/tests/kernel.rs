@@ -603,3 +603,34 @@ async fn a_root_replaced_between_commands_is_not_granted_under_its_new_name() {
     let got: Vec<_> = results.iter().map(|(_, r)| *r).collect();
     assert_eq!(got, [Err(13), Ok(())], "{results:?}");
 }
+
+/// Commands confined concurrently under rules that differ only in network
+/// each get their own domain (domains are reused per rules, never across).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_commands_with_different_rules_get_their_own_domains() {
+    assert_landlock_here();
+    let tree = Tree::new();
+    let server = std::net::TcpListener::bind("127.0.0.1:0").expect("server");
+    let connect = format!("connect:{}", server.local_addr().expect("addr"));
+    let runs = (0..8).map(|i| {
+        let rules = tree.rules().with_network(i % 2 == 0);
+        let ops = [connect.clone()];
+        async move {
+            let (results, enforced) = run_probe(&rules, &ops).await.expect("run");
+            (rules.allow_network, results[0].1, enforced)
+        }
+    });
+    let mut handles = Vec::new();
+    for run in runs {
+        handles.push(tokio::spawn(run));
+    }
+    for handle in handles {
+        let (network, result, enforced) = handle.await.expect("task");
+        assert_eq!(enforced, Enforcement::Full);
+        assert_eq!(
+            result,
+            if network { Ok(()) } else { Err(13) },
+            "network {network}"
+        );
+    }
+}
