@@ -134,3 +134,11 @@ fn defaults_false_drops_the_default_rules() {
     with.working_directory = Some(tree.root.clone());
     assert!(with.build(Some(paths)).unwrap().rules().count() > 0);
 }
+
+#[test]
+fn policies_and_commands_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<agentcaps_shell::ShellPolicy>();
+    send_sync::<agentcaps_shell::ValidatedCommand>();
+    send_sync::<agentcaps_shell::ShellError>();
+}
