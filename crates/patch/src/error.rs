@@ -141,6 +141,9 @@ pub enum Bound {
     Hunks,
     /// `max_target_bytes` (a file before or after the patch).
     TargetBytes,
+    /// The line comparisons spent locating hunks (a fixed limit, not
+    /// configurable: it only stops pathological searches).
+    MatchWork,
 }
 
 impl Bound {
@@ -150,6 +153,7 @@ impl Bound {
             Bound::PatchBytes | Bound::TargetBytes => "bytes",
             Bound::Files => "files",
             Bound::Hunks => "hunks",
+            Bound::MatchWork => "line comparisons",
         }
     }
 
@@ -160,6 +164,7 @@ impl Bound {
             Bound::Files => "max_files",
             Bound::Hunks => "max_hunks",
             Bound::TargetBytes => "max_target_bytes",
+            Bound::MatchWork => "match-work",
         }
     }
 }
@@ -334,7 +339,7 @@ pub enum PatchError {
         lines: Vec<usize>,
     },
     /// A limit of the configuration was exceeded.
-    #[error("refused ({}): {actual} {unit}, more than the limit of {limit}{}", .bound.key(), bound_subject(path.as_deref()), unit = .bound.unit())]
+    #[error("refused ({}): {actual} {unit}, more than the limit of {limit}{}", .bound.key(), bound_subject(*bound, path.as_deref()), unit = .bound.unit())]
     Bound {
         /// Which limit.
         bound: Bound,
@@ -369,7 +374,13 @@ pub enum PatchError {
     },
 }
 
-fn bound_subject(path: Option<&str>) -> String {
+fn bound_subject(bound: Bound, path: Option<&str>) -> String {
+    if bound == Bound::MatchWork {
+        return format!(
+            " locating hunks in {:?}; give the hunks more distinctive context lines",
+            path.unwrap_or_default()
+        );
+    }
     match path {
         Some(p) => format!(" for {p:?}; split the change or raise the limit in the policy"),
         None => "; split the patch or raise the limit in the policy".to_owned(),

@@ -15,7 +15,9 @@
 //! the first match after the last anchor. Hunks apply in order and never
 //! overlap.
 
-use crate::error::{Candidate, PatchError, cut};
+use std::cell::Cell;
+
+use crate::error::{Bound, Candidate, PatchError, cut};
 use crate::model::Hunk;
 use crate::report::{Concession, HunkReport};
 use crate::text::{Output, Text, patch_content};
@@ -87,9 +89,35 @@ fn line_eq(level: Level, file: &[u8], patch: &[u8]) -> bool {
     }
 }
 
+/// Most line comparisons one patch may spend locating its hunks. Normal
+/// patches spend a few per hunk line; this stops a file of repeated lines
+/// and a long hunk from turning the search quadratic (a slow death).
+pub(crate) const MAX_MATCH_WORK: u64 = 50_000_000;
+
+/// The line comparisons a patch has left.
+pub(crate) struct Work(Cell<u64>);
+
+impl Work {
+    pub(crate) fn new(limit: u64) -> Self {
+        Work(Cell::new(limit))
+    }
+    fn spend(&self) -> bool {
+        let left = self.0.get();
+        if left == 0 {
+            return false;
+        }
+        self.0.set(left - 1);
+        true
+    }
+    fn exhausted(&self) -> bool {
+        self.0.get() == 0
+    }
+}
+
 /// The old side of a hunk, ready for comparison.
 struct Needle<'h> {
     lines: Vec<&'h [u8]>,
+    work: &'h Work,
 }
 
 impl Needle<'_> {
@@ -100,7 +128,7 @@ impl Needle<'_> {
         self.lines
             .iter()
             .enumerate()
-            .all(|(j, want)| line_eq(level, text.content(pos + j), want))
+            .all(|(j, want)| self.work.spend() && line_eq(level, text.content(pos + j), want))
     }
 }
 
@@ -184,6 +212,9 @@ fn closest(
         .collect();
     let mut best: Option<(usize, usize)> = None; // (score, pos)
     for pos in cursor..text.len() {
+        if !needle.work.spend() {
+            break;
+        }
         let score = want
             .iter()
             .enumerate()
@@ -238,6 +269,7 @@ pub(crate) fn apply(
     bytes: &[u8],
     hunks: &[Hunk],
     lenient: bool,
+    work: &Work,
 ) -> Result<(Vec<u8>, Vec<HunkReport>)> {
     let text = Text::new(bytes);
     let mut out = Output::new(bytes.len() + bytes.len() / 8 + 64, text.eol);
@@ -253,6 +285,7 @@ pub(crate) fn apply(
         let index = k + 1;
         let needle = Needle {
             lines: hunk.old_lines().map(patch_content).collect(),
+            work,
         };
         let m = needle.lines.len();
         let mut start = cursor;
@@ -312,7 +345,16 @@ pub(crate) fn apply(
         } else {
             let mut found = None;
             for &level in levels {
-                match search(&text, &needle, start, how, level) {
+                let result = search(&text, &needle, start, how, level);
+                if work.exhausted() {
+                    return Err(PatchError::Bound {
+                        bound: Bound::MatchWork,
+                        limit: MAX_MATCH_WORK,
+                        actual: MAX_MATCH_WORK + 1,
+                        path: Some(path.to_owned()),
+                    });
+                }
+                match result {
                     Found::At(p) => {
                         found = Some((p, level));
                         break;
@@ -405,6 +447,7 @@ pub(crate) fn created(hunks: &[Hunk]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Line;
 
     #[test]
     fn folding_maps_typographic_punctuation_and_indentation() {
@@ -421,5 +464,56 @@ mod tests {
         assert_eq!(trim_end(b"ab \t\r"), b"ab");
         assert_eq!(trim(b"  ab  "), b"ab");
         assert_eq!(trim(b"   "), b"");
+    }
+
+    #[test]
+    fn repeated_lines_cannot_make_the_search_quadratic() {
+        // 200 000 equal lines and a 1 000-line hunk that differs only at its
+        // end: every position compares ~1 000 lines before failing.
+        let file = "a\n".repeat(200_000);
+        let mut lines: Vec<Line> = (0..999).map(|_| Line::Context("a".into())).collect();
+        lines.push(Line::Remove("b".into()));
+        let hunk = Hunk {
+            lines,
+            ..Hunk::default()
+        };
+        // A smaller budget than MAX_MATCH_WORK keeps the debug-build test fast;
+        // the mechanism is the same.
+        let result = apply(
+            "big.txt",
+            file.as_bytes(),
+            &[hunk],
+            true,
+            &Work::new(2_000_000),
+        );
+        assert!(
+            matches!(
+                result,
+                Err(PatchError::Bound {
+                    bound: Bound::MatchWork,
+                    ..
+                })
+            ),
+            "{result:?}"
+        );
+        // The same file and a hunk that does match are found within budget.
+        let ok = Hunk {
+            lines: vec![Line::Context("a".into()), Line::Add("b".into())],
+            ..Hunk::default()
+        };
+        let end = Hunk {
+            end_of_file: true,
+            ..ok
+        };
+        assert!(
+            apply(
+                "big.txt",
+                file.as_bytes(),
+                &[end],
+                false,
+                &Work::new(2_000_000)
+            )
+            .is_ok()
+        );
     }
 }

@@ -380,6 +380,7 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
     }
 
     // Apply every hunk in memory.
+    let work = crate::hunk::Work::new(crate::hunk::MAX_MATCH_WORK);
     let mut files = Vec::with_capacity(ops.len());
     for (file, op) in patch.files.iter().zip(ops) {
         let lenient = ctx.config.lenient;
@@ -407,7 +408,8 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
             }
             Operation::Update(p) => {
                 let original = read(ctx, p)?;
-                let (content, hunks) = crate::hunk::apply(p, &original, &file.hunks, lenient)?;
+                let (content, hunks) =
+                    crate::hunk::apply(p, &original, &file.hunks, lenient, &work)?;
                 bound(
                     Bound::TargetBytes,
                     ctx.config.max_target_bytes,
@@ -429,7 +431,8 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
             }
             Operation::Move(from, to) => {
                 let original = read(ctx, from)?;
-                let (content, hunks) = crate::hunk::apply(from, &original, &file.hunks, lenient)?;
+                let (content, hunks) =
+                    crate::hunk::apply(from, &original, &file.hunks, lenient, &work)?;
                 bound(
                     Bound::TargetBytes,
                     ctx.config.max_target_bytes,
@@ -457,11 +460,15 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
                         path: p.clone(),
                         check: StateCheck::ContentDiffers,
                     };
-                    let (rest, reports) = crate::hunk::apply(p, &original, &file.hunks, false)
-                        .map_err(|e| match e {
-                            PatchError::NoMatch { .. } | PatchError::Ambiguous { .. } => differs(),
-                            e => e,
-                        })?;
+                    let (rest, reports) =
+                        crate::hunk::apply(p, &original, &file.hunks, false, &work).map_err(
+                            |e| match e {
+                                PatchError::NoMatch { .. } | PatchError::Ambiguous { .. } => {
+                                    differs()
+                                }
+                                e => e,
+                            },
+                        )?;
                     if !rest.is_empty() || reports.iter().any(|r| !r.concessions.is_empty()) {
                         return Err(differs());
                     }

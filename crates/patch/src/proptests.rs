@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use similar::TextDiff;
 
 use crate::Patch;
-use crate::hunk::apply;
+use crate::hunk::{MAX_MATCH_WORK, Work};
 use crate::model::Hunk;
 
 fn diff(a: &str, b: &str, context: usize) -> String {
@@ -14,6 +14,15 @@ fn diff(a: &str, b: &str, context: usize) -> String {
         .context_radius(context)
         .header("a/f.txt", "b/f.txt")
         .to_string()
+}
+
+fn apply(
+    path: &str,
+    bytes: &[u8],
+    hunks: &[Hunk],
+    lenient: bool,
+) -> Result<(Vec<u8>, Vec<crate::HunkReport>), crate::PatchError> {
+    crate::hunk::apply(path, bytes, hunks, lenient, &Work::new(MAX_MATCH_WORK))
 }
 
 fn hunks_of(patch_text: &str) -> Vec<Hunk> {

@@ -457,8 +457,10 @@ rename to moved/new-name.txt
             if !self.swapped {
                 self.swapped = true;
                 let sub = self.root.join("sub");
-                std::fs::rename(&sub, self.root.join("sub.moved")).unwrap_or_else(|e| panic!("rename: {e}"));
-                std::os::unix::fs::symlink(self.outside, &sub).unwrap_or_else(|e| panic!("symlink: {e}"));
+                std::fs::rename(&sub, self.root.join("sub.moved"))
+                    .unwrap_or_else(|e| panic!("rename: {e}"));
+                std::os::unix::fs::symlink(self.outside, &sub)
+                    .unwrap_or_else(|e| panic!("symlink: {e}"));
             }
         }
     }
@@ -492,36 +494,60 @@ rename to moved/new-name.txt
 
     fn race(before_stage: bool) -> (Result<()>, BTreeMap<String, Option<Vec<u8>>>) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-        let top = dir.path().canonicalize().unwrap_or_else(|e| panic!("canonicalize: {e}"));
+        let top = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("canonicalize: {e}"));
         let (root, outside) = (top.join("root"), top.join("outside"));
         std::fs::create_dir_all(root.join("sub")).unwrap_or_else(|e| panic!("mkdir: {e}"));
         std::fs::create_dir_all(&outside).unwrap_or_else(|e| panic!("mkdir: {e}"));
         std::fs::write(root.join("sub/file.txt"), "a\n").unwrap_or_else(|e| panic!("write: {e}"));
         std::fs::write(outside.join("file.txt"), "a\n").unwrap_or_else(|e| panic!("write: {e}"));
         let outside_before = snapshot(&outside);
-        let policy = PathPolicy::builder().allow(&root).build().unwrap_or_else(|e| panic!("policy: {e}"));
-        let beneath = policy.open_beneath().unwrap_or_else(|e| panic!("beneath: {e}"));
+        let policy = PathPolicy::builder()
+            .allow(&root)
+            .build()
+            .unwrap_or_else(|e| panic!("policy: {e}"));
+        let beneath = policy
+            .open_beneath()
+            .unwrap_or_else(|e| panic!("beneath: {e}"));
         let config = PatchPolicyConfig::default();
-        let ctx = plan::Context { policy: &policy, beneath: &beneath, fs: &RealFs, base: &root, config: &config };
+        let ctx = plan::Context {
+            policy: &policy,
+            beneath: &beneath,
+            fs: &RealFs,
+            base: &root,
+            config: &config,
+        };
         let text = "--- a/sub/file.txt\n+++ b/sub/file.txt\n@@ -1 +1 @@\n-a\n+pwned\n--- /dev/null\n+++ b/sub/new.txt\n@@ -0,0 +1 @@\n+pwned\n";
         let patch = Patch::parse(text).unwrap_or_else(|e| panic!("parse: {e}"));
         let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
         let mut store = Swapper {
-            inner: BeneathStore { beneath: &beneath, base: &root },
+            inner: BeneathStore {
+                beneath: &beneath,
+                base: &root,
+            },
             root: &root,
             outside: &outside,
             before_stage,
             swapped: false,
         };
         let result = execute(&mut store, &planned);
-        assert_eq!(snapshot(&outside), outside_before, "a write escaped through the swapped-in link: {result:?}");
+        assert_eq!(
+            snapshot(&outside),
+            outside_before,
+            "a write escaped through the swapped-in link: {result:?}"
+        );
         (result, snapshot(&root))
     }
 
     #[test]
     fn link_swapped_in_before_staging_is_refused_and_nothing_escapes() {
         let (result, _) = race(true);
-        assert!(result.is_err(), "staging through a swapped-in link must fail");
+        assert!(
+            result.is_err(),
+            "staging through a swapped-in link must fail"
+        );
     }
 
     #[test]
