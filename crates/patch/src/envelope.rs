@@ -32,8 +32,15 @@ const EOF: &str = "*** End of File";
 /// Whether the text is an envelope: its first non-blank line opens one.
 pub(crate) fn detect(text: &str) -> bool {
     text.lines()
-        .find(|l| !l.trim().is_empty())
+        .find(|l| !skippable(l))
         .is_some_and(|l| l.trim() == BEGIN)
+}
+
+/// Blank lines and Markdown code fences (```` ``` ````, ```` ```diff ````),
+/// which models often wrap patches in, around the envelope.
+pub(crate) fn skippable(t: &str) -> bool {
+    let t = t.trim();
+    t.is_empty() || t.starts_with("```")
 }
 
 fn name(t: &str, prefix: &str) -> Option<String> {
@@ -43,7 +50,7 @@ fn name(t: &str, prefix: &str) -> Option<String> {
 /// Parses an envelope.
 pub(crate) fn parse(text: &str) -> Result<Patch> {
     let mut lines = Lines::new(text);
-    while lines.peek().is_some_and(|t| t.trim().is_empty()) {
+    while lines.peek().is_some_and(skippable) {
         lines.advance();
     }
     match lines.peek() {
@@ -123,7 +130,7 @@ pub(crate) fn parse(text: &str) -> Result<Patch> {
         files.push(file);
     }
     while let Some(t) = lines.peek() {
-        if !t.trim().is_empty() {
+        if !skippable(t) {
             return Err(PatchError::parse(
                 lines.number(),
                 "nothing after `*** End Patch`",

@@ -95,6 +95,9 @@ impl Patch {
     /// Envelope: `*** Add File:`, `*** Delete File:`, `*** Update File:`
     /// with an optional `*** Move to:`, `@@` anchors, `*** End of File`.
     ///
+    /// A leading byte-order mark, blank lines and Markdown code fences
+    /// around the patch are ignored.
+    ///
     /// This does not bound the text's size; [`Patcher::parse`] does.
     ///
     /// # Errors
@@ -103,6 +106,7 @@ impl Patch {
     /// [`PatchError::HeaderCounts`], and [`PatchError::Unsupported`] for the
     /// constructs refused by name.
     pub fn parse(text: &str) -> Result<Patch, PatchError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         if envelope::detect(text) {
             envelope::parse(text)
         } else {

@@ -122,6 +122,15 @@ pub(crate) enum Operation {
 }
 
 /// A parsed patch: what [`Patch::parse`](crate::Patch::parse) returns.
+///
+/// Its [`Display`](std::fmt::Display) prints it back in its own format, in
+/// a canonical form that parses to an equal `Patch`.
+///
+/// ```
+/// let patch = agentcaps_patch::Patch::parse("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")?;
+/// assert_eq!(patch.to_string(), "--- a/x\n+++ b/x\n@@ -1,1 +1,1 @@\n-a\n+b\n");
+/// # Ok::<(), agentcaps_patch::PatchError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Patch {
     pub(crate) format: Format,

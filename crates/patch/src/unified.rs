@@ -121,7 +121,7 @@ pub(crate) fn parse(text: &str) -> Result<Patch> {
             break;
         } else {
             foreign(t, n)?;
-            let skippable = t.trim().is_empty()
+            let skippable = crate::envelope::skippable(t)
                 || t.starts_with("diff ")
                 || t.starts_with("Index: ")
                 || t.starts_with("====")
