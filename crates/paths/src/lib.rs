@@ -1,22 +1,56 @@
 //! # agentcaps-paths — where a path really goes
 //!
-//! Judges a path an agent wrote by **every location the OS could end up
-//! at** (SPEC §1): its lexical spelling, the POSIX reading (links followed
-//! as met, `..` to the physical parent) and the Windows reading (`..`
-//! applied lexically first). All must be inside an allowed root and outside
-//! every blocked entry. Then acts on it beneath the root's directory handle
-//! with no check-then-use gap ([`Beneath`]).
+//! An agent hands you a path. Before anything touches it, this crate
+//! answers: *where will the OS really go with this spelling?* — and refuses
+//! it unless **every** location it could end up at is allowed (SPEC §1):
+//!
+//! 1. the **lexical** location (the normalized spelling),
+//! 2. the **POSIX** reading (links followed as met; `link/..` is the parent
+//!    of the link's target),
+//! 3. the **Windows** reading (`..` applied lexically first; `link/..` is
+//!    the directory holding the link).
 //!
 //! ```
 //! use agentcaps_paths::{Access, PathPolicy};
-//! use std::path::Path;
 //!
-//! let dir = std::env::temp_dir().canonicalize()?;
-//! let policy = PathPolicy::builder().allow(&dir).build()?;
-//! # let _ = policy.check(&dir, "notes.txt", Access::Write);
-//! assert!(policy.check(&dir, "/etc/passwd", Access::Read).is_err());
+//! let root = std::env::temp_dir().canonicalize()?.join("agentcaps-lib-doc");
+//! std::fs::create_dir_all(&root)?;
+//! let policy = PathPolicy::builder().allow(&root).build()?;
+//!
+//! let allowed = policy.check(&root, "notes.txt", Access::Write)?;
+//! assert_eq!(allowed.location(), root.join("notes.txt"));
+//!
+//! let refused = policy.check(&root, "../../etc/passwd", Access::Read).unwrap_err();
+//! assert_eq!(refused.rule(), "outside-roots");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # The parts
+//!
+//! - [`PathPolicy`] (built with [`PathPolicy::builder`] or from the policy
+//!   file's [`PathPolicyConfig`]): allowed roots, blocked roots and globs
+//!   compiled once into one automaton, the safe defaults, Windows and
+//!   case-folding modes ([`WindowsAliases`], [`CaseInsensitive`]).
+//! - [`PathPolicy::check`] → [`Checked`] (the three locations and the
+//!   lookups spent) or a [`PathError`] naming the spelling, the [`Reading`]
+//!   that escaped, where it landed and the rule.
+//! - Cost (SPEC §1.2): [`PathPolicy::cost_upper_bound`] from the spelling
+//!   alone, before any lookup; [`Budget`] to share one bound across a batch.
+//! - [`FileSystem`]: the view a check looks through — [`RealFs`] (the host,
+//!   via `rustix`) or [`SimFs`] (in memory: Windows and case-insensitive
+//!   volumes, exact lookup counts).
+//! - [`Beneath`] ([`PathPolicy::open_beneath`]): read, write, list, rename
+//!   and remove beneath the roots' directory handles with no check-then-use
+//!   gap (SPEC §1.3).
+//! - [`check_portable_name`]: the rules for names being created (SPEC §1.4).
+//!
+//! # Security
+//!
+//! Hard links are invisible to any path check and pass. A check is advice
+//! for programs that open paths themselves (the shell's children); only
+//! [`Beneath`] closes the gap between check and use. The `base` of a check
+//! must be a real location (for example the [`Checked::location`] of the
+//! working directory): its own links are not followed again.
 #![forbid(unsafe_code)]
 
 mod beneath;
@@ -41,3 +75,7 @@ pub use policy::{Budget, Checked, Located, PathPolicy, PathPolicyBuilder};
 pub use real_fs::RealFs;
 pub use sim_fs::{SimFs, SimMode};
 pub use spelling::check_portable_name;
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -142,3 +142,103 @@ fn plain_components_are_what_seed_says() {
         assert!(!policy.is_plain_component(not_plain), "{not_plain:?}");
     }
 }
+
+mod arbitrary {
+    //! The fuzz target's invariants (`fuzz/fuzz_targets/paths_check.rs`),
+    //! run on generated spellings in every test run.
+
+    use std::path::Path;
+
+    use agentcaps_paths::{
+        Access, CaseInsensitive, PathPolicy, SimFs, SimMode, WindowsAliases, check_portable_name,
+    };
+    use proptest::prelude::*;
+
+    fn tree(mode: SimMode) -> SimFs {
+        let mut fs = SimFs::with_mode(mode);
+        fs.add_dir("/r/sub/deep")
+            .add_dir("/r/secret")
+            .add_dir("/etc")
+            .add_file("/r/a.txt")
+            .add_symlink("/r/out", "/etc")
+            .add_symlink("/r/up", "..")
+            .add_symlink("/r/d", "sub/deep")
+            .add_symlink("/r/sub/b", "../..")
+            .add_symlink("/r/loop", "loop")
+            .add_symlink("/r/w", r"..\etc");
+        for i in 0..45 {
+            fs.add_symlink(format!("/r/c{i}"), format!("c{}", i + 1));
+        }
+        fs
+    }
+
+    struct World {
+        trees: Vec<SimFs>,
+        policies: Vec<(PathPolicy, bool)>,
+    }
+
+    static WORLD: std::sync::LazyLock<World> = std::sync::LazyLock::new(|| World {
+        trees: [SimMode::Posix, SimMode::CaseInsensitive, SimMode::Windows]
+            .into_iter()
+            .map(tree)
+            .collect(),
+        policies: [
+            (WindowsAliases::Auto, false),
+            (WindowsAliases::Auto, true),
+            (WindowsAliases::Always, false),
+            (WindowsAliases::Always, true),
+        ]
+        .into_iter()
+        .map(|(aliases, fold)| {
+            let policy = PathPolicy::builder()
+                .allow("/r")
+                .block("/r/secret")
+                .windows_aliases(aliases)
+                .case_insensitive(if fold {
+                    CaseInsensitive::Always
+                } else {
+                    CaseInsensitive::Never
+                })
+                .build()
+                .unwrap();
+            (policy, fold)
+        })
+        .collect(),
+    });
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1_000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_spellings_stay_within_the_bound_and_inside(
+            spelling in r"(/|\\|\.\.|\.|r|sub|deep|out|up|d|b|loop|w|c1|c0|secret|a\.txt|CON|GIT~1|:|\$DATA| |\x00|¹|~1|C:|[A-Z]){0,12}",
+            mode in 0..3usize,
+            which in 0..4usize,
+            access in 0..3usize,
+        ) {
+            let world = &*WORLD;
+            let fs = &world.trees[mode];
+            let (policy, fold) = (&world.policies[which].0, world.policies[which].1);
+            fs.reset_lookups();
+            let access = [Access::Read, Access::Write, Access::List][access];
+            let _ = check_portable_name(&spelling);
+            let bound = policy.cost_upper_bound(&spelling);
+            let first = policy.check_on(fs, Path::new("/r"), &spelling, access);
+            prop_assert!(fs.lookups() <= bound, "{:?}: {} > {}", spelling, fs.lookups(), bound);
+            if let Ok(checked) = &first {
+                prop_assert_eq!(checked.lookups(), fs.lookups());
+                for location in [checked.lexical(), checked.location(), checked.windows()] {
+                    let text = location.to_string_lossy();
+                    let text = if fold { text.to_lowercase() } else { text.into_owned() };
+                    prop_assert!(Path::new(&text).starts_with("/r"), "{:?} allowed at {:?}", spelling, location);
+                    prop_assert!(!Path::new(&text).starts_with("/r/secret"), "{:?} allowed at {:?}", spelling, location);
+                }
+            }
+            let second = policy.check_on(fs, Path::new("/r"), &spelling, access);
+            prop_assert_eq!(first.is_ok(), second.is_ok());
+            if let (Err(a), Err(b)) = (&first, &second) {
+                prop_assert_eq!(a.rule(), b.rule());
+            }
+        }
+    }
+}
