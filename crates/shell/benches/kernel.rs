@@ -2,14 +2,18 @@
 //! confined by a Landlock domain (build the ruleset, restrict a throwaway
 //! thread, spawn, wait) against spawning it plainly, in the same run.
 //!
-//! The machines are shared and noisy, so every iteration runs the plain
-//! spawn and the confined spawn back to back and each benchmark times one
-//! of the two: both see the same load. Compare the medians.
+//! A third kind spawns from a throwaway thread *without* a domain, to tell
+//! the thread hand-off's cost (which `spawn_confined` needs to keep the
+//! caller unrestricted) from the domain's own.
+//!
+//! The machines are shared and noisy, so every iteration runs the three
+//! kinds back to back and each benchmark times one of them: all see the
+//! same load. Compare the medians.
 //!
 //! Under load, spawn times have a long tail (waiting for a CPU), and a
 //! criterion sample sums many spawns, so its median carries the tail; the
 //! bench therefore also prints, before criterion runs, the median, mean and
-//! 90th percentile of single spawns from 400 interleaved pairs.
+//! 90th percentile of single spawns from 400 interleaved triples.
 //!
 //! `cargo bench -p agentcaps-shell --bench kernel`
 
@@ -22,13 +26,39 @@ use std::time::{Duration, Instant};
 use agentcaps_shell::kernel::{Enforcement, KernelRules, spawn_confined, would_enforce};
 use criterion::{Criterion, criterion_group, criterion_main};
 
-/// Spawns `/bin/true` and waits, plainly or confined by `rules`.
-async fn spawn_true(rules: Option<&KernelRules>) -> Duration {
+/// How `/bin/true` is spawned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// On the calling thread, no domain: the baseline.
+    Plain,
+    /// From a throwaway thread, no domain: the thread hand-off alone, to
+    /// tell its cost from the domain's.
+    Thread,
+    /// `spawn_confined`: a throwaway thread restricted by the domain.
+    Confined,
+}
+
+/// Spawns `/bin/true` as `how` says and waits for it.
+async fn spawn_true(how: How, rules: &KernelRules) -> Duration {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new("/bin/true");
-    let status = match rules {
-        None => cmd.status().await.expect("spawn /bin/true"),
-        Some(rules) => {
+    let status = match how {
+        How::Plain => cmd.status().await.expect("spawn /bin/true"),
+        How::Thread => {
+            let runtime = tokio::runtime::Handle::current();
+            let mut child = std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        let _entered = runtime.enter();
+                        cmd.spawn()
+                    })
+                    .join()
+                    .expect("thread")
+                    .expect("spawn /bin/true")
+            });
+            child.wait().await.expect("wait")
+        }
+        How::Confined => {
             let (mut child, enforced) = spawn_confined(&mut cmd, rules).expect("spawn confined");
             assert_eq!(enforced, Enforcement::Full);
             child.wait().await.expect("wait")
@@ -58,15 +88,22 @@ fn spawn(c: &mut Criterion) {
     print_single_spawn_stats(&runtime, &rules);
 
     let mut group = c.benchmark_group("spawn /bin/true");
-    for (name, time_confined) in [("plain (baseline)", false), ("confined (landlock)", true)] {
+    for (name, timed_how) in [
+        ("plain (baseline)", How::Plain),
+        ("thread, no domain", How::Thread),
+        ("confined (landlock)", How::Confined),
+    ] {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 runtime.block_on(async {
                     let mut timed = Duration::ZERO;
                     for _ in 0..iters {
-                        let plain = spawn_true(None).await;
-                        let confined = spawn_true(Some(&rules)).await;
-                        timed += if time_confined { confined } else { plain };
+                        for how in [How::Plain, How::Thread, How::Confined] {
+                            let took = spawn_true(how, &rules).await;
+                            if how == timed_how {
+                                timed += took;
+                            }
+                        }
                     }
                     timed
                 })
@@ -76,18 +113,25 @@ fn spawn(c: &mut Criterion) {
     group.finish();
 }
 
-/// Median, mean and 90th percentile of single spawns, plain and confined,
-/// from interleaved pairs.
+/// Median, mean and 90th percentile of single spawns of each kind, from
+/// interleaved triples.
 fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &KernelRules) {
-    const PAIRS: usize = 400;
-    let (plain, confined): (Vec<_>, Vec<_>) = runtime.block_on(async {
-        let mut pairs = Vec::with_capacity(PAIRS);
-        for _ in 0..PAIRS {
-            pairs.push((spawn_true(None).await, spawn_true(Some(rules)).await));
+    const TRIPLES: usize = 400;
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    runtime.block_on(async {
+        for _ in 0..TRIPLES {
+            for (slot, how) in [How::Plain, How::Thread, How::Confined]
+                .into_iter()
+                .enumerate()
+            {
+                let took = spawn_true(how, rules).await;
+                if let Some(times) = times.get_mut(slot) {
+                    times.push(took);
+                }
+            }
         }
-        pairs.into_iter().unzip()
     });
-    let describe = |mut times: Vec<Duration>| {
+    let [plain, thread, confined] = times.map(|mut times| {
         times.sort();
         let at = |q: usize| {
             times
@@ -97,21 +141,19 @@ fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &KernelRul
         };
         let mean = times.iter().sum::<Duration>() / u32::try_from(times.len()).unwrap_or(1);
         (at(50), mean, at(90))
-    };
-    let (plain, confined) = (describe(plain), describe(confined));
-    let ratio = |c: Duration, p: Duration| 100.0 * (c.as_secs_f64() / p.as_secs_f64() - 1.0);
-    eprintln!(
-        "single spawns ({PAIRS} interleaved pairs): plain median {:?} mean {:?} p90 {:?}; \
-         confined median {:?} mean {:?} p90 {:?}; added: median {:+.1}%, mean {:+.1}%",
-        plain.0,
-        plain.1,
-        plain.2,
-        confined.0,
-        confined.1,
-        confined.2,
-        ratio(confined.0, plain.0),
-        ratio(confined.1, plain.1),
-    );
+    });
+    let added = |c: Duration, p: Duration| 100.0 * (c.as_secs_f64() / p.as_secs_f64() - 1.0);
+    for (name, (median, mean, p90)) in [
+        ("plain", plain),
+        ("thread, no domain", thread),
+        ("confined", confined),
+    ] {
+        eprintln!(
+            "single spawns ({TRIPLES}, interleaved) {name}: median {median:?} ({:+.1}%), mean {mean:?} ({:+.1}%), p90 {p90:?}",
+            added(median, plain.0),
+            added(mean, plain.1),
+        );
+    }
 }
 
 criterion_group!(benches, spawn);
