@@ -4,11 +4,14 @@
 //! 1. Create the directories new files need (parents first).
 //! 2. Stage every new content as a temporary file beside its target. A
 //!    failure here discards every staged file: the tree is untouched.
-//! 3. Rename each staged file over its target and remove deleted files, in
-//!    patch order. A failure here discards what is still staged and undoes
+//! 3. Rename each staged file over its target, rename moved files (a move's
+//!    new content is first written at its old name, so the file keeps its
+//!    mode; the rename refuses to replace a file that appeared meanwhile),
+//!    and remove deleted files, in patch order. A failure here discards what is still staged and undoes
 //!    what was done, newest first: a replaced file gets its old content back
-//!    (staged and renamed again), a created file is removed, a removed file
-//!    is written back. Directories created in step 1 are removed.
+//!    (staged and renamed again), a moved file is renamed back, a created
+//!    file is removed, a removed file is written back (with the default
+//!    mode: a deleted executable restored by a rollback loses its `x` bit). Directories created in step 1 are removed.
 //!
 //! No `.orig` or `.rej` file is ever written. The file operations go through
 //! the [`Store`] seam, so tests can make the k-th of them fail.
@@ -31,6 +34,7 @@ pub(crate) trait Store {
     fn commit(&mut self, path: &str, staged: Self::Staged) -> Result<()>;
     fn discard(&mut self, path: &str, staged: Self::Staged) -> Result<()>;
     fn remove_file(&mut self, path: &str) -> Result<()>;
+    fn rename(&mut self, from: &str, to: &str) -> Result<()>;
     fn create_dir(&mut self, path: &str) -> Result<()>;
     fn remove_dir(&mut self, path: &str) -> Result<()>;
 }
@@ -70,6 +74,11 @@ impl Store for BeneathStore<'_> {
             .remove_file(self.base, path)
             .map_err(wrap("remove", path))
     }
+    fn rename(&mut self, from: &str, to: &str) -> Result<()> {
+        self.beneath
+            .rename(self.base, from, to)
+            .map_err(wrap("rename", to))
+    }
     fn create_dir(&mut self, path: &str) -> Result<()> {
         self.beneath
             .create_dir_all(self.base, path)
@@ -93,6 +102,8 @@ enum Step<'p> {
     },
     /// Remove `path`, whose content was `original`.
     Remove { path: &'p str, original: &'p [u8] },
+    /// Rename `from` to `to` (refused if `to` exists by then).
+    Rename { from: &'p str, to: &'p str },
 }
 
 /// Writes `bytes` at `path` through stage + commit (used to undo).
@@ -122,10 +133,15 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<()> {
     let mut steps = Vec::new();
     let mut staged: Vec<Option<(&str, S::Staged)>> = Vec::new();
     for planned in &plan.files {
+        // A move's new content is written at its old name first (so the file
+        // keeps its mode), then the file is renamed.
         let writes: Option<(&str, Option<&[u8]>)> = match &planned.op {
-            Operation::Create(p) | Operation::Move(_, p) => Some((p, None)),
+            Operation::Create(p) => Some((p, None)),
             Operation::Update(p) => Some((p, planned.original.as_deref())),
-            Operation::Delete(_) => None,
+            Operation::Move(from, _) if planned.content != planned.original => {
+                Some((from, planned.original.as_deref()))
+            }
+            Operation::Move(..) | Operation::Delete(_) => None,
         };
         if let (Some((path, original)), Some(content)) = (writes, planned.content.as_deref()) {
             match store.stage(path, content) {
@@ -142,10 +158,12 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<()> {
                 original,
             });
         }
-        if let (Operation::Delete(p) | Operation::Move(p, _), Some(original)) =
-            (&planned.op, planned.original.as_deref())
-        {
-            steps.push(Step::Remove { path: p, original });
+        match (&planned.op, planned.original.as_deref()) {
+            (Operation::Delete(p), Some(original)) => {
+                steps.push(Step::Remove { path: p, original })
+            }
+            (Operation::Move(from, to), _) => steps.push(Step::Rename { from, to }),
+            _ => {}
         }
     }
 
@@ -160,6 +178,7 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<()> {
                 None => Ok(()),
             },
             Step::Remove { path, .. } => store.remove_file(path),
+            Step::Rename { from, to } => store.rename(from, to),
         };
         if let Err(e) = result {
             let mut failed = discard_all(store, &mut staged);
@@ -175,6 +194,7 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<()> {
                         original: None,
                         ..
                     } => store.remove_file(path).err().map(|_| *path),
+                    Step::Rename { from, to } => store.rename(to, from).err().map(|_| *to),
                     Step::Remove { path, original } => {
                         put(store, path, original).err().map(|_| *path)
                     }
@@ -286,6 +306,10 @@ mod tests {
             self.rename_fault(path)?;
             self.inner.remove_file(path)
         }
+        fn rename(&mut self, from: &str, to: &str) -> Result<()> {
+            self.rename_fault(to)?;
+            self.inner.rename(from, to)
+        }
         fn create_dir(&mut self, path: &str) -> Result<()> {
             self.inner.create_dir(path)
         }
@@ -294,7 +318,9 @@ mod tests {
         }
     }
 
-    fn snapshot(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    /// Every entry under `root`: content (`None` for a directory) and mode.
+    fn snapshot(root: &Path) -> BTreeMap<String, (Option<Vec<u8>>, u32)> {
+        use std::os::unix::fs::PermissionsExt;
         let mut out = BTreeMap::new();
         let mut stack = vec![root.to_path_buf()];
         while let Some(dir) = stack.pop() {
@@ -305,11 +331,14 @@ mod tests {
                     .unwrap_or(&path)
                     .display()
                     .to_string();
+                let mode = std::fs::metadata(&path)
+                    .map(|m| m.permissions().mode())
+                    .unwrap_or_default();
                 if path.is_dir() {
-                    out.insert(rel, None);
+                    out.insert(rel, (None, mode));
                     stack.push(path);
                 } else {
-                    out.insert(rel, std::fs::read(&path).ok());
+                    out.insert(rel, (std::fs::read(&path).ok(), mode));
                 }
             }
         }
@@ -362,13 +391,22 @@ rename to moved/new-name.txt
         ] {
             std::fs::write(root.join(name), content).unwrap_or_else(|e| panic!("write: {e}"));
         }
+        // An executable that the patch moves and changes: it stays executable.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            root.join("old-name.txt"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap_or_else(|e| panic!("chmod: {e}"));
         (dir, root)
     }
+
+    type Snapshot = BTreeMap<String, (Option<Vec<u8>>, u32)>;
 
     fn run(
         fail_stage: Option<usize>,
         fail_rename: Option<usize>,
-    ) -> (Result<()>, usize, usize, bool) {
+    ) -> (Result<()>, usize, usize, bool, Snapshot) {
         let (_dir, root) = setup();
         let before = snapshot(&root);
         let policy = PathPolicy::builder()
@@ -399,15 +437,23 @@ rename to moved/new-name.txt
             renames: 0,
         };
         let result = execute(&mut store, &planned);
-        let identical = snapshot(&root) == before;
-        (result, store.stages, store.renames, identical)
+        let after = snapshot(&root);
+        let identical = after == before;
+        (result, store.stages, store.renames, identical, after)
     }
 
     #[test]
     fn unfaulted_run_applies_everything() {
-        let (result, stages, renames, identical) = run(None, None);
+        let (result, stages, renames, identical, after) = run(None, None);
         assert!(result.is_ok(), "{result:?}");
         assert!(!identical);
+        let moved = after.get("moved/new-name.txt").cloned();
+        assert_eq!(
+            moved,
+            Some((Some(b"keep\nchanged\n".to_vec()), 0o100_755)),
+            "content and mode"
+        );
+        assert!(!after.contains_key("old-name.txt"));
         // 4 writes staged; 4 renames + 2 removals.
         assert_eq!((stages, renames), (4, 6));
     }
@@ -415,7 +461,7 @@ rename to moved/new-name.txt
     #[test]
     fn kth_staging_write_fails_tree_untouched() {
         for k in 1..=4 {
-            let (result, _, _, identical) = run(Some(k), None);
+            let (result, _, _, identical, _) = run(Some(k), None);
             assert!(
                 matches!(result, Err(PatchError::Io { op: "stage", .. })),
                 "k={k}: {result:?}"
@@ -430,7 +476,7 @@ rename to moved/new-name.txt
     #[test]
     fn kth_rename_fails_tree_rolled_back() {
         for k in 1..=6 {
-            let (result, _, _, identical) = run(None, Some(k));
+            let (result, _, _, identical, _) = run(None, Some(k));
             assert!(
                 matches!(result, Err(PatchError::Io { op: "rename", .. })),
                 "k={k}: {result:?}"
@@ -484,6 +530,10 @@ rename to moved/new-name.txt
             self.swap();
             self.inner.remove_file(path)
         }
+        fn rename(&mut self, from: &str, to: &str) -> Result<()> {
+            self.swap();
+            self.inner.rename(from, to)
+        }
         fn create_dir(&mut self, path: &str) -> Result<()> {
             self.inner.create_dir(path)
         }
@@ -492,7 +542,7 @@ rename to moved/new-name.txt
         }
     }
 
-    fn race(before_stage: bool) -> (Result<()>, BTreeMap<String, Option<Vec<u8>>>) {
+    fn race(before_stage: bool) -> (Result<()>, Snapshot) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
         let top = dir
             .path()
@@ -556,8 +606,8 @@ rename to moved/new-name.txt
         // in the moved directory, inside the root, never through the link.
         let (result, root) = race(false);
         assert!(result.is_ok(), "{result:?}");
-        let pwned = Some(Some(b"pwned\n".to_vec()));
-        assert_eq!(root.get("sub.moved/file.txt").cloned(), pwned);
-        assert_eq!(root.get("sub.moved/new.txt").cloned(), pwned);
+        let content = |k: &str| root.get(k).and_then(|(c, _)| c.clone());
+        assert_eq!(content("sub.moved/file.txt"), Some(b"pwned\n".to_vec()));
+        assert_eq!(content("sub.moved/new.txt"), Some(b"pwned\n".to_vec()));
     }
 }
