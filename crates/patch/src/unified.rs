@@ -429,7 +429,12 @@ fn hunk_header(t: &str, line: usize) -> Result<(Stated, usize, usize, String)> {
     };
     let (old_start, old_count) = range(old)?;
     let (new_start, new_count) = range(new)?;
-    let section = section.strip_prefix(' ').unwrap_or(section).to_owned();
+    // Informational only: kept without trailing whitespace so it round-trips.
+    let section = section
+        .strip_prefix(' ')
+        .unwrap_or(section)
+        .trim_end()
+        .to_owned();
     Ok((
         Stated {
             old_start,

@@ -70,3 +70,31 @@ fn parse_corpus() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Minimized fuzz crashers (`tests/corpus/fuzz-regressions/`), kept as
+/// regression cases of the fuzz targets' invariant: parse → print → parse
+/// gives the same patch, and printing is stable.
+#[test]
+fn fuzz_regressions_round_trip() {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/fuzz-regressions");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+    {
+        let bytes = std::fs::read(entry.path()).unwrap_or_else(|e| panic!("read: {e}"));
+        let text = String::from_utf8(bytes)
+            .unwrap_or_else(|e| panic!("{:?}: not UTF-8: {e}", entry.path()));
+        seen += 1;
+        let Ok(patch) = Patch::parse(&text) else {
+            continue;
+        };
+        let printed = patch.to_string();
+        let again = Patch::parse(&printed)
+            .unwrap_or_else(|e| panic!("{:?}: reprint does not parse: {e}", entry.path()));
+        assert_eq!(again, patch, "{:?}", entry.path());
+        assert_eq!(again.to_string(), printed, "{:?}", entry.path());
+    }
+    assert!(seen > 0, "no regression cases found");
+}
