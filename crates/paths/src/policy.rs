@@ -10,7 +10,7 @@ use crate::rules::{Rules, Settings};
 use crate::spelling::{Spelled, split_posix, split_windows, unjudgeable};
 use crate::{
     Access, Beneath, CaseInsensitive, EntryKind, FileSystem, PathError, Reading, RealFs,
-    RootAccess, WindowsAliases,
+    RootAccess, WindowsAliases, check_portable_name,
 };
 
 /// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1.
@@ -200,9 +200,11 @@ impl Budget {
 /// A spelling that passed the check, with every location it was judged at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Checked {
-    pub(crate) lexical: PathBuf,
+    /// `None` when it is the POSIX location.
+    pub(crate) lexical: Option<PathBuf>,
     pub(crate) posix: PathBuf,
-    pub(crate) windows: PathBuf,
+    /// `None` when it is the POSIX location.
+    pub(crate) windows: Option<PathBuf>,
     pub(crate) root: Arc<Path>,
     pub(crate) root_access: RootAccess,
     pub(crate) kind: Option<EntryKind>,
@@ -218,12 +220,12 @@ impl Checked {
 
     /// The lexical location (SPEC §1.1, reading 1).
     pub fn lexical(&self) -> &Path {
-        &self.lexical
+        self.lexical.as_deref().unwrap_or(&self.posix)
     }
 
     /// The Windows-reading location (SPEC §1.1, reading 3).
     pub fn windows(&self) -> &Path {
-        &self.windows
+        self.windows.as_deref().unwrap_or(&self.posix)
     }
 
     /// The (canonical) allowed root that holds [`Checked::location`].
@@ -338,18 +340,27 @@ impl PathPolicy {
         base: &Path,
         spelling: &str,
         access: Access,
-        budget: Option<&mut Budget>,
+        mut budget: Option<&mut Budget>,
         follow: Follow,
     ) -> Result<Checked, PathError> {
         let base = Location::from_absolute(base).ok_or_else(|| PathError::RelativeBase {
             base: base.to_path_buf(),
         })?;
+        let plain_link = match self.plain(fs, &base, spelling, access, budget.as_deref_mut())? {
+            Plain::Decided(checked) => return Ok(checked),
+            Plain::Link(link) => Some(link),
+            Plain::No => None,
+        };
         let readings = self.spell(spelling)?;
         let mut own_budget;
         let budget = match budget {
             Some(budget) => budget,
             None => {
                 own_budget = Budget::new(self.cost_of(spelling, &readings) + Self::LINK_ALLOWANCE);
+                // The fast path's lookup counts against the same bound.
+                if plain_link.is_some() {
+                    own_budget.take();
+                }
                 &mut own_budget
             }
         };
@@ -369,8 +380,11 @@ impl PathPolicy {
             budget,
             spelling,
             aliases,
-            readings.windows.is_some() || aliases,
+            readings.windows.is_some() || aliases || plain_link.is_some(),
         );
+        if let Some(link) = plain_link {
+            resolver.already_seen(link, EntryKind::Symlink);
+        }
         let posix = resolver.posix(&base, &readings.posix, follow)?;
         // A location already judged is not judged again.
         let root = if posix.location == lexical_location {
@@ -409,10 +423,13 @@ impl PathPolicy {
             .map(|r| (r.canonical.clone(), r.access))
             .unwrap_or_else(|| (Arc::from(Path::new("/")), RootAccess::ReadOnly));
         let lookups = resolver.lookups();
+        let lexical =
+            (lexical_location != posix.location).then(|| lexical_location.into_path_buf());
+        let windows = (windows != posix.location).then(|| windows.into_path_buf());
         Ok(Checked {
-            lexical: lexical_location.into_path_buf(),
+            lexical,
             posix: posix.location.into_path_buf(),
-            windows: windows.into_path_buf(),
+            windows,
             root,
             root_access,
             kind: posix.kind,
@@ -459,6 +476,66 @@ impl PathPolicy {
             kind: posix.kind,
             lookups: resolver.lookups(),
         })
+    }
+
+    /// The fast path of SPEC §1.2 for a plain component: one lookup, and
+    /// when nothing (or no link) is there, the decision on the spelling
+    /// where it stands. `None` when the full check must run (not plain, or
+    /// a link is there).
+    fn plain(
+        &self,
+        fs: &dyn FileSystem,
+        base: &Location,
+        spelling: &str,
+        access: Access,
+        budget: Option<&mut Budget>,
+    ) -> Result<Plain, PathError> {
+        let rules = &self.inner.rules;
+        if !self.is_plain_component(spelling)
+            || (rules.aliases() && crate::spelling::looks_like_short_name(spelling.as_bytes()))
+        {
+            return Ok(Plain::No);
+        }
+        let mut location = base.clone();
+        location.push(spelling.as_bytes());
+        let root = rules.judge(spelling, Reading::Lexical, &location, access)?;
+        let mut own_budget;
+        let budget = match budget {
+            Some(budget) => budget,
+            None => {
+                own_budget = Budget::new(1 + Self::LINK_ALLOWANCE);
+                &mut own_budget
+            }
+        };
+        if !budget.take() {
+            return Err(PathError::TooCostly {
+                spelling: spelling.to_owned(),
+                budget: budget.limit(),
+            });
+        }
+        let kind = fs
+            .entry(location.as_path())
+            .map_err(|e| PathError::io("lstat", location.as_path(), e))?;
+        if kind == Some(EntryKind::Symlink) {
+            return Ok(Plain::Link(location));
+        }
+        if kind.is_none() && access == Access::Write {
+            check_portable_name(spelling)?;
+        }
+        let (root, root_access) = rules
+            .roots
+            .get(root)
+            .map(|r| (r.canonical.clone(), r.access))
+            .unwrap_or_else(|| (Arc::from(Path::new("/")), RootAccess::ReadOnly));
+        Ok(Plain::Decided(Checked {
+            lexical: None,
+            posix: location.into_path_buf(),
+            windows: None,
+            root,
+            root_access,
+            kind,
+            lookups: 1,
+        }))
     }
 
     /// Split a spelling for each reading, refusing what cannot be judged.
@@ -573,6 +650,16 @@ impl PathPolicy {
     pub fn open_beneath_judging_on(&self, view: Arc<dyn FileSystem>) -> Result<Beneath, PathError> {
         Beneath::open(self, view)
     }
+}
+
+/// What the plain-component fast path found.
+enum Plain {
+    /// Not a plain component: check in full.
+    No,
+    /// A link is there (one lookup made): resolve it in full.
+    Link(Location),
+    /// Decided with one lookup.
+    Decided(Checked),
 }
 
 /// A spelling split for the POSIX reading, and for the Windows reading when

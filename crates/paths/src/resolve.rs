@@ -110,6 +110,14 @@ impl<'a> Resolver<'a> {
         self.lookups
     }
 
+    /// Record a lookup made (and paid) before this resolver existed.
+    pub(crate) fn already_seen(&mut self, location: Location, kind: EntryKind) {
+        self.lookups += 1;
+        if let Some(memo) = self.memo.as_mut() {
+            memo.insert(location.as_bytes().to_vec(), Some(kind));
+        }
+    }
+
     fn pay(&mut self) -> Result<(), PathError> {
         if !self.budget.take() {
             return Err(PathError::TooCostly {
