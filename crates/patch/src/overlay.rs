@@ -80,3 +80,86 @@ impl FileSystem for Overlay<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use agentcaps_paths::{Access, PathPolicy, SimFs};
+
+    use super::*;
+
+    fn sim() -> SimFs {
+        let mut fs = SimFs::new();
+        fs.add_dir("/root")
+            .add_dir("/outside")
+            .add_file("/outside/secret.txt");
+        fs.add_file("/root/file.txt")
+            .add_symlink("/root/link", "/outside");
+        fs
+    }
+
+    #[test]
+    fn shows_created_removed_and_moved_entries() {
+        let fs = sim();
+        let base = Path::new("/root");
+        let mut overlay = Overlay::new(&fs);
+        overlay.set(base, base.join("new/deep/x.txt"), After::File);
+        overlay.set(base, base.join("file.txt"), After::Gone);
+        overlay.set(
+            base,
+            base.join("moved"),
+            After::MovedFrom(base.join("link")),
+        );
+        overlay.set(base, base.join("link"), After::Gone);
+        let entry = |p: &str| overlay.entry(Path::new(p)).ok().flatten();
+        assert_eq!(entry("/root/new"), Some(EntryKind::Dir));
+        assert_eq!(entry("/root/new/deep"), Some(EntryKind::Dir));
+        assert_eq!(entry("/root/new/deep/x.txt"), Some(EntryKind::File));
+        assert_eq!(entry("/root/file.txt"), None);
+        assert_eq!(entry("/root/link"), None);
+        // A moved link is still a link, with the same target.
+        assert_eq!(entry("/root/moved"), Some(EntryKind::Symlink));
+        assert_eq!(
+            overlay.read_link(Path::new("/root/moved")).ok(),
+            Some("/outside".into())
+        );
+        assert!(overlay.read_link(Path::new("/root/link")).is_err());
+        // Untouched entries are the inner view's.
+        assert_eq!(entry("/outside/secret.txt"), Some(EntryKind::File));
+        assert_eq!(entry("/root/absent"), None);
+    }
+
+    #[test]
+    fn the_policy_judges_through_a_link_the_patch_moves_into_place() {
+        // The policy's root must exist on the host; the view is simulated.
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let root = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("canonicalize: {e}"));
+        let base = root.as_path();
+        let mut fs = SimFs::new();
+        for a in root.ancestors().collect::<Vec<_>>().into_iter().rev() {
+            fs.add_dir(a);
+        }
+        fs.add_dir("/outside")
+            .add_symlink(base.join("link"), "/outside");
+        let policy = PathPolicy::builder()
+            .allow(base)
+            .build()
+            .unwrap_or_else(|e| panic!("policy: {e}"));
+        let mut overlay = Overlay::new(&fs);
+        overlay.set(
+            base,
+            base.join("moved"),
+            After::MovedFrom(base.join("link")),
+        );
+        overlay.set(base, base.join("link"), After::Gone);
+        // On the tree as it is, `moved/x` is a new name under the root.
+        assert!(policy.check_on(&fs, base, "moved/x", Access::Write).is_ok());
+        // On the tree as the patch leaves it, it is /outside/x.
+        let refused = policy.check_on(&overlay, base, "moved/x", Access::Write);
+        assert_eq!(refused.err().map(|e| e.rule()), Some("outside-roots"));
+    }
+}
