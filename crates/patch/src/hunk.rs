@@ -311,7 +311,7 @@ pub(crate) fn apply(
             }
         });
         let expected = match stated_index {
-            Some(s) => usize::try_from((s as i64).saturating_add(drift))
+            Some(s) => usize::try_from(i64::try_from(s).unwrap_or(i64::MAX).saturating_add(drift))
                 .unwrap_or(0)
                 .max(start),
             None => start,
@@ -403,7 +403,11 @@ pub(crate) fn apply(
             }
         }
         cursor = fi;
-        let offset = stated_index.map_or(0, |s| pos as i64 - s as i64);
+        let offset = stated_index.map_or(0, |s| {
+            let wide =
+                i128::try_from(pos).unwrap_or(i128::MAX) - i128::try_from(s).unwrap_or(i128::MAX);
+            i64::try_from(wide).unwrap_or(if wide < 0 { i64::MIN } else { i64::MAX })
+        });
         drift = offset;
         let mut concessions = Vec::new();
         if offset != 0 {

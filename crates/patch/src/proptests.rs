@@ -275,3 +275,52 @@ proptest! {
         prop_assert_eq!(again.to_string(), printed);
     }
 }
+
+/// Arbitrary hunks, stated lines included (up to absurd values).
+fn any_hunk() -> impl Strategy<Value = Hunk> {
+    use crate::model::{Line, Stated};
+    let line =
+        (0u8..3, prop::sample::select(vec!["a", "b", "", "c "])).prop_map(|(k, t)| match k {
+            0 => Line::Context(t.to_owned()),
+            1 => Line::Remove(t.to_owned()),
+            _ => Line::Add(t.to_owned()),
+        });
+    (
+        prop::option::of((
+            prop_oneof![
+                0usize..50,
+                Just(usize::MAX),
+                Just(1usize << 63),
+                Just((1usize << 63) + 1)
+            ],
+            0usize..50,
+        )),
+        prop::collection::vec(prop::sample::select(vec!["a", "b", "zz"]), 0..2),
+        prop::collection::vec(line, 0..6),
+        any::<(bool, bool, bool)>(),
+    )
+        .prop_map(|(stated, anchors, lines, (old_nl, new_nl, eof))| Hunk {
+            stated: stated.map(|(old_start, new_start)| Stated {
+                old_start,
+                new_start,
+            }),
+            anchors: anchors.into_iter().map(str::to_owned).collect(),
+            lines,
+            old_no_newline: old_nl,
+            new_no_newline: new_nl,
+            end_of_file: eof,
+            ..Hunk::default()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    #[test]
+    fn applying_arbitrary_hunks_never_panics(file in text(), hunks in prop::collection::vec(any_hunk(), 0..5), lenient in any::<bool>()) {
+        // Ok or an error; never a panic, and an Ok result reports every hunk.
+        if let Ok((_, reports)) = apply("f.txt", file.as_bytes(), &hunks, lenient) {
+            prop_assert_eq!(reports.len(), hunks.len());
+        }
+    }
+}

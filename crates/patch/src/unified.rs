@@ -61,7 +61,7 @@ pub(crate) fn is_ed_command(t: &str) -> bool {
     if !matches!(cmd, 'a' | 'c' | 'd' | 'i') {
         return false;
     }
-    let range = &body[..body.len() - 1];
+    let range = body.get(..body.len() - 1).unwrap_or_default();
     let mut parts = range.splitn(2, ',');
     let ok =
         |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
