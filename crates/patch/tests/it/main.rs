@@ -2,6 +2,7 @@
 //! corpus, and snapshots of refusal messages.
 
 mod fixtures;
+mod links;
 mod parse;
 mod snapshots;
 mod support;
