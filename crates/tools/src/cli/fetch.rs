@@ -12,13 +12,9 @@ pub(crate) fn method(raw: &str) -> Result<Method, Outcome> {
         .map_err(|_| Outcome::usage("usage", format!("`{raw}` is not an HTTP method")))
 }
 
-/// The outcome for an egress refusal or failure.
+/// The outcome for a refusal (exit 3) or a failure (exit 1).
 pub(crate) fn egress_outcome(e: &EgressError) -> Outcome {
-    if e.is_refusal() {
-        Outcome::refused(e.rule(), e.to_string())
-    } else {
-        Outcome::failed(e.rule(), e.to_string())
-    }
+    Outcome::from_error(e.is_refusal(), e.rule(), e)
 }
 
 /// `fetch`: exit 0 with the body on stdout (any HTTP status), 3 refused,

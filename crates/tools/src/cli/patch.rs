@@ -7,12 +7,9 @@ use serde_json::json;
 
 use super::{Outcome, PatchArgs, dir_arg, load_policy};
 
+/// The outcome for a refusal (exit 3) or a failure (exit 1).
 fn patch_outcome(e: &PatchError) -> Outcome {
-    if e.is_refusal() {
-        Outcome::refused(e.rule(), e.to_string())
-    } else {
-        Outcome::failed(e.rule(), e.to_string())
-    }
+    Outcome::from_error(e.is_refusal(), e.rule(), e)
 }
 
 /// `patch`: exit 0 applied (or would apply, with --dry-run), 3 refused by

@@ -58,6 +58,15 @@ impl Outcome {
         Self::new(Exit::Failed, "error", rule, reason.into())
     }
 
+    /// A crate error: refused (exit 3) or failed (exit 1).
+    pub(crate) fn from_error(refusal: bool, rule: &str, error: &dyn std::fmt::Display) -> Self {
+        if refusal {
+            Self::refused(rule, error.to_string())
+        } else {
+            Self::failed(rule, error.to_string())
+        }
+    }
+
     /// Nothing to print (the MCP server's normal end).
     pub(crate) fn quiet(exit: Exit) -> Self {
         let mut outcome = Self::new(exit, "allow", "", String::new());

@@ -5,13 +5,9 @@ use serde_json::json;
 
 use super::{Outcome, ShellArgs, dir_arg, load_policy, runtime};
 
-/// The outcome for a shell refusal or failure.
+/// The outcome for a refusal (exit 3) or a failure (exit 1).
 pub(crate) fn shell_outcome(e: &ShellError) -> Outcome {
-    if e.is_refusal() {
-        Outcome::refused(e.rule(), e.to_string())
-    } else {
-        Outcome::failed(e.rule(), e.to_string())
-    }
+    Outcome::from_error(e.is_refusal(), e.rule(), e)
 }
 
 /// Loads the policy and validates the command of `args`.
