@@ -251,3 +251,34 @@ fn unknown_header() {
 fn envelope_missing_end() {
     insta::assert_snapshot!(parse_error("*** Begin Patch\n*** Add File: a\n+a\n"));
 }
+
+/// The report is an interface too (the CLI's and the tool's JSON output).
+#[test]
+fn report_json() {
+    let sandbox = Sandbox::new();
+    let write = |name: &str, content: &str| {
+        std::fs::write(sandbox.root.join(name), content).unwrap_or_else(|e| panic!("write: {e}"))
+    };
+    write("shifted.txt", "new first line\none\ntwo  \nthree\n");
+    write("old.txt", "moved\n");
+    write("gone.txt", "bye\n");
+    let patcher = sandbox.patcher(PatchPolicyConfig::default());
+    let patch = Patch::parse(
+        "diff --git a/shifted.txt b/shifted.txt\n--- a/shifted.txt\n+++ b/shifted.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n\
+         diff --git a/old.txt b/new.txt\nsimilarity index 100%\nrename from old.txt\nrename to new.txt\n\
+         diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n\
+         diff --git a/made.txt b/made.txt\nnew file mode 100644\n--- /dev/null\n+++ b/made.txt\n@@ -0,0 +1 @@\n+made\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let report = patcher
+        .apply(
+            &patch,
+            &sandbox.root,
+            ApplyOptions {
+                dry_run: true,
+                strip: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    insta::assert_json_snapshot!(report);
+}
