@@ -557,10 +557,20 @@ async fn git_works_in_a_confined_repository() {
     assert!(!ok && stderr.contains("Permission denied"), "{stderr}");
 }
 
-/// The domain comes with `no_new_privs`: the child (seen from outside, in
-/// `/proc/PID/status`) cannot gain privileges through set-user-ID programs.
+/// The value of `field` in `/proc/.../status` text.
+fn status_field<'a>(status: &'a str, field: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
+/// The domain comes with `no_new_privs` and no capabilities: the child (seen
+/// from outside, in `/proc/PID/status`) cannot gain privileges through
+/// set-user-ID programs, and even as root holds no capability — while the
+/// caller keeps its own.
 #[tokio::test]
-async fn the_child_runs_with_no_new_privs() {
+async fn the_child_runs_with_no_new_privs_and_no_capabilities() {
     assert_landlock_here();
     let tree = Tree::new();
     let sleep = which("sleep");
@@ -572,12 +582,21 @@ async fn the_child_runs_with_no_new_privs() {
     let pid = child.id().expect("running");
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
     let _ = child.kill().await;
-    assert!(
-        status
-            .lines()
-            .any(|line| line.split_whitespace().collect::<Vec<_>>() == ["NoNewPrivs:", "1"]),
-        "{status}"
-    );
+    assert_eq!(status_field(&status, "NoNewPrivs"), Some("1"), "{status}");
+    for set in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+        assert_eq!(
+            status_field(&status, set),
+            Some("0000000000000000"),
+            "{set}: {status}"
+        );
+    }
+    let bounding = status_field(&status, "CapBnd").expect("CapBnd");
+    let ours = std::fs::read_to_string("/proc/thread-self/status").expect("own status");
+    if status_field(&ours, "CapEff") != Some("0000000000000000") {
+        // Privileged here (root): the child lost what the caller keeps.
+        assert_eq!(bounding, "0000000000000000", "{status}");
+        assert_ne!(status_field(&ours, "CapBnd"), Some("0000000000000000"));
+    }
 }
 
 /// Domains are reused for a moment for the same rules; a writable root that

@@ -45,7 +45,11 @@
 //! ABI 7. Landlock also keeps the command from `ptrace`-ing (and so from
 //! reading `/proc/PID/environ` or memory of) any process outside its domain,
 //! and the domain comes with `no_new_privs`: set-user-ID and file-capability
-//! programs (`sudo`, `su`) run without their privileges.
+//! programs (`sudo`, `su`) run without their privileges. Landlock leaves
+//! capabilities alone, so when the host itself is privileged (root) the
+//! command is started with every capability set emptied (bounding and
+//! ambient included): no module loading, raw sockets, `chown` of others'
+//! files or BPF, even as uid 0.
 //!
 //! The runtime list (never writable) is [`RUNTIME_DIRS`] (`/usr` and the
 //! top-level `bin`/`lib` links into it; read and execute), [`RUNTIME_ETC`]
@@ -111,6 +115,8 @@ mod rules;
 
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod domain;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod privileges;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod program;
 
@@ -229,6 +235,9 @@ fn spawn_in_domain(
                 };
                 if require && !achieved.is_full() {
                     return Err(KernelRefusal::new(achieved).into_io_error());
+                }
+                if achieved != Enforcement::None {
+                    privileges::drop_all_capabilities()?;
                 }
                 let child = cmd.spawn()?;
                 Ok((child, achieved))

@@ -15,7 +15,7 @@
 //! | `rename:FROM>TO` | rename FROM to TO |
 //! | `link:FROM>TO` | hard-link FROM as TO |
 //! | `symlink:TARGET>LINK` | create symlink LINK pointing at TARGET |
-//! | `exec:PATH` | run PATH (no arguments) and wait for it |
+//! | `exec:PATH ARG…` | run PATH with the space-separated ARGs, wait, succeed on exit 0 |
 //! | `connect:ADDR` | TCP connect to ADDR |
 //! | `bind:ADDR` | TCP bind ADDR |
 //! | `signal:PID` | send SIGTERM to PID |
@@ -107,11 +107,20 @@ pub(crate) fn run(op: &Op) -> Result<(), i32> {
         Op::Rename(from, to) => std::fs::rename(from, to).map_err(errno),
         Op::Link(from, to) => std::fs::hard_link(from, to).map_err(errno),
         Op::Symlink(target, link) => std::os::unix::fs::symlink(target, link).map_err(errno),
-        Op::Exec(path) => match std::process::Command::new(path).status() {
-            Ok(status) if status.success() => Ok(()),
-            Ok(_) => Err(-1),
-            Err(e) => Err(errno(e)),
-        },
+        Op::Exec(line) => {
+            let mut words = line.split(' ').filter(|w| !w.is_empty());
+            let program = words.next().unwrap_or_default();
+            match std::process::Command::new(program)
+                .args(words)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+            {
+                Ok(status) if status.success() => Ok(()),
+                Ok(_) => Err(-1),
+                Err(e) => Err(errno(e)),
+            }
+        }
         Op::Connect(addr) => std::net::TcpStream::connect(addr.as_str())
             .map(drop)
             .map_err(errno),
