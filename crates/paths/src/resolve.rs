@@ -3,7 +3,6 @@
 //! from a [`Budget`].
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
@@ -73,6 +72,39 @@ fn owned_steps(parts: &[Part<'_>]) -> Vec<Step<'static>> {
         .collect()
 }
 
+/// Answers already looked up within one check (the Windows reading walks
+/// many of the POSIX reading's places). A small list: a check looks at few
+/// places, and past the cap nothing more is remembered.
+#[derive(Debug)]
+struct Memo<T> {
+    entries: Vec<(Vec<u8>, T)>,
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo {
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<T> Memo<T> {
+    const CAP: usize = 256;
+
+    fn get(&self, key: &[u8]) -> Option<&T> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.as_slice() == key)
+            .map(|(_, v)| v)
+    }
+
+    fn insert(&mut self, key: Vec<u8>, value: T) {
+        if self.entries.len() < Self::CAP {
+            self.entries.push((key, value));
+        }
+    }
+}
+
 /// Walks readings for one check, counting and memoizing lookups.
 pub(crate) struct Resolver<'a> {
     rules: &'a Rules,
@@ -80,8 +112,8 @@ pub(crate) struct Resolver<'a> {
     budget: &'a mut Budget,
     spelling: &'a str,
     windows_rules: bool,
-    memo: Option<HashMap<Vec<u8>, Option<EntryKind>>>,
-    links_memo: Option<HashMap<Vec<u8>, Vec<u8>>>,
+    memo: Option<Memo<Option<EntryKind>>>,
+    links_memo: Option<Memo<Vec<u8>>>,
     lookups: u64,
 }
 
@@ -100,8 +132,8 @@ impl<'a> Resolver<'a> {
             budget,
             spelling,
             windows_rules,
-            memo: memoize.then(HashMap::new),
-            links_memo: memoize.then(HashMap::new),
+            memo: memoize.then(Memo::default),
+            links_memo: memoize.then(Memo::default),
             lookups: 0,
         }
     }
@@ -289,11 +321,13 @@ impl<'a> Resolver<'a> {
         let mut missing_from = None;
         let mut followed: Vec<(Vec<Cow<'_, [u8]>>, usize)> = Vec::new();
         let mut index = real;
-        while index < names.len() {
-            let mut current = Location::root();
-            for name in names.iter().take(index + 1) {
-                current.push(name);
-            }
+        // `current` holds names[..index] (plus the name being looked at).
+        let mut current = Location::root();
+        for name in names.iter().take(index) {
+            current.push(name);
+        }
+        while let Some(name) = names.get(index) {
+            current.push(name);
             kind = self.entry(&current)?;
             match kind {
                 None => {
@@ -343,6 +377,10 @@ impl<'a> Resolver<'a> {
                     joined.extend(names.iter().skip(index + 1).cloned());
                     names = joined;
                     index = still_real;
+                    current = Location::root();
+                    for name in names.iter().take(index) {
+                        current.push(name);
+                    }
                     kind = Some(EntryKind::Dir);
                 }
                 Some(EntryKind::Dir) => index += 1,
