@@ -260,8 +260,75 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// Round-robin timing: contenders take turns, so a change in the shared
+/// machine's load hits them alike. Prints medians and ratios against the
+/// faster of GNU patch and git apply.
+fn interleaved(rounds: usize) {
+    let corpus = corpus();
+    let agentcaps_bin = std::env::var_os("AGENTCAPS_BIN").map(PathBuf::from);
+    let patch_file = &corpus.patch_file;
+    type Contender<'a> = (&'a str, Box<dyn Fn(&Path) + 'a>);
+    let mut contenders: Vec<Contender<'_>> = vec![
+        (
+            "agentcaps/library",
+            Box::new(|root: &Path| library(&corpus.patch_text, root, false)),
+        ),
+        (
+            "gnu-patch/process",
+            Box::new(|root: &Path| gnu_patch(patch_file, root)),
+        ),
+        (
+            "git-apply/process",
+            Box::new(|root: &Path| git_apply(patch_file, root)),
+        ),
+    ];
+    if let Some(bin) = &agentcaps_bin {
+        contenders.push((
+            "agentcaps/process",
+            Box::new(move |root: &Path| agentcaps_process(bin, patch_file, root)),
+        ));
+    }
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); contenders.len()];
+    for round in 0..rounds {
+        for i in 0..contenders.len() {
+            // Rotate the order each round as well.
+            let slot = (i + round) % contenders.len();
+            let (_, run) = &contenders[slot];
+            let (dir, root) = fresh(&corpus.before);
+            let started = std::time::Instant::now();
+            run(&root);
+            times[slot].push(started.elapsed());
+            drop(dir);
+        }
+    }
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let medians: Vec<Duration> = times.iter_mut().map(median).collect();
+    let baseline = medians[1].min(medians[2]);
+    println!(
+        "interleaved, {rounds} rounds, {FILES} files, {} hunks each at offset {OFFSET}:",
+        FILES * 16
+    );
+    for ((name, _), m) in contenders.iter().zip(&medians) {
+        println!(
+            "  {name:<20} median {:>8.2} ms   ratio to the faster of GNU patch / git apply: {:.2}",
+            m.as_secs_f64() * 1e3,
+            m.as_secs_f64() / baseline.as_secs_f64()
+        );
+    }
+}
+
 fn main() {
     let mut criterion = Criterion::default().configure_from_args();
     bench(&mut criterion);
     criterion.final_summary();
+    let rounds = std::env::var("BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(15);
+    if rounds > 0 {
+        interleaved(rounds);
+    }
 }
