@@ -86,7 +86,11 @@
 //!   name a place in *every* directory.
 //! - Metadata: Landlock does not control `stat`, `readlink`, `chdir` or
 //!   path walks, so a command can learn whether a path outside the roots
-//!   exists and its size and times (not its content or listing).
+//!   exists and its size and times (not its content or listing); nor
+//!   `chmod`, `chown`, `utimes` and extended attributes, so it can change
+//!   the mode, times and attributes of files *its user owns* outside the
+//!   roots (`chmod 644 ~/.ssh/id_rsa`; pinned by a test). Without
+//!   capabilities it cannot touch others' files.
 //! - Network other than TCP: UDP (so data can still leave through DNS
 //!   queries or any UDP service), raw and netlink sockets, and connecting
 //!   to *pathname* UNIX sockets outside the roots, such as an SSH agent or a
