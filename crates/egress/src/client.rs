@@ -338,13 +338,13 @@ impl RequestBuilder {
                 to,
                 rule,
             };
-            let raw = location.to_str().unwrap_or("");
-            let next = from.join(raw).map_err(|_| {
-                refuse(
-                    String::from_utf8_lossy(location.as_bytes()).into_owned(),
-                    RedirectRule::BadLocation,
-                )
-            })?;
+            // Location is read as UTF-8 (as browsers do); bytes that are
+            // not UTF-8 make it unusable rather than silently empty.
+            let shown = String::from_utf8_lossy(location.as_bytes()).into_owned();
+            let next = std::str::from_utf8(location.as_bytes())
+                .ok()
+                .and_then(|raw| from.join(raw).ok())
+                .ok_or_else(|| refuse(shown, RedirectRule::BadLocation))?;
             let followed = u32::try_from(hops.len()).unwrap_or(u32::MAX);
             if followed > policy.max_redirects {
                 return Err(refuse(

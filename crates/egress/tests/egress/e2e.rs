@@ -196,6 +196,8 @@ async fn redirects_to_denied_targets_are_not_followed() {
         ("http://127.0.0.2:6379/".to_owned(), "port"),
         ("file:///etc/passwd".to_owned(), "scheme"),
         ("gopher://127.0.0.2:70/".to_owned(), "scheme"),
+        ("http://[::1".to_owned(), "redirect.bad-location"),
+        ("http://exa mple.com/".to_owned(), "redirect.bad-location"),
     ];
     let (targets_for_handler, count) = (targets.clone(), targets.len());
     let entry = Server::start(
