@@ -13,7 +13,9 @@ use crate::{
     RootAccess, WindowsAliases, check_portable_name,
 };
 
-/// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1.
+/// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1
+/// ([`PathPolicy::DEFAULT_BLOCKED`], [`PathPolicy::DEFAULT_WRITE_PROTECTED`]);
+/// entries added extend them.
 ///
 /// ```
 /// use agentcaps_paths::PathPolicy;
@@ -85,7 +87,9 @@ impl PathPolicyBuilder {
         self
     }
 
-    /// Canonicalize the roots and compile every glob once.
+    /// Canonicalize the roots (on the host's file system, longest existing
+    /// prefix) and compile every blocked and write-protected entry once,
+    /// into one automaton.
     ///
     /// # Errors
     ///
@@ -268,6 +272,19 @@ pub struct Located {
 }
 
 impl PathPolicy {
+    /// The safe defaults blocked for every access, each with what it
+    /// prevents: `/proc`, `/sys`, `/dev`, `**/.env*`, `**/*.pem`,
+    /// `**/id_rsa*`, `**/.ssh/**`, `**/.aws/**`.
+    pub const DEFAULT_BLOCKED: &'static [(&'static str, &'static str)] = defaults::BLOCKED;
+
+    /// The safe defaults blocked for writing only (inside allowed roots
+    /// too, whether or not they exist yet), each with what it prevents:
+    /// `.git/config`, `.git/hooks/**`, `.gitmodules`, `.bashrc`, `.profile`,
+    /// `.zshrc`, `.envrc`, `.npmrc`, `.pypirc`, `.mcp.json`, `.vscode/**`,
+    /// `.idea/**`, `.ripgreprc` (at any depth).
+    pub const DEFAULT_WRITE_PROTECTED: &'static [(&'static str, &'static str)] =
+        defaults::WRITE_PROTECTED;
+
     /// Lookups a check may spend following links, beyond the spelled cost.
     pub const LINK_ALLOWANCE: u64 = 128;
 

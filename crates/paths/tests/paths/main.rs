@@ -3,6 +3,7 @@
 //! `Beneath`, and snapshots of every refusal message.
 
 mod beneath;
+mod config;
 mod corpus;
 mod lookups;
 mod oracle;

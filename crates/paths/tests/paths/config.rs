@@ -1,0 +1,102 @@
+//! The `[files]` section as the facade deserializes it, and the policy's
+//! thread-safety.
+
+use std::path::Path;
+
+use agentcaps_paths::{
+    Access, Beneath, CaseInsensitive, PathPolicy, PathPolicyConfig, RootAccess, WindowsAliases,
+};
+
+#[test]
+fn files_section_deserializes_with_defaults() {
+    let config: PathPolicyConfig = toml::from_str(
+        r#"
+        allowed = ["/srv/app"]
+        read_only = ["/srv/docs"]
+        blocked = ["/srv/app/secrets", "**/*.key"]
+        windows_aliases = "always"
+        case_insensitive = "never"
+        "#,
+    )
+    .unwrap();
+    assert!(config.defaults, "defaults stay on unless set to false");
+    assert_eq!(config.windows_aliases, WindowsAliases::Always);
+    assert_eq!(config.case_insensitive, CaseInsensitive::Never);
+    let policy = config.build().unwrap();
+    let roots: Vec<(&Path, RootAccess)> = policy.roots().collect();
+    assert_eq!(
+        roots,
+        [
+            (Path::new("/srv/app"), RootAccess::ReadWrite),
+            (Path::new("/srv/docs"), RootAccess::ReadOnly)
+        ]
+    );
+    assert!(policy.blocked().any(|b| b == "**/*.key"));
+    assert!(
+        policy.blocked().any(|b| b == "/proc"),
+        "user entries extend the defaults"
+    );
+    assert!(policy.has_defaults());
+
+    let empty: PathPolicyConfig = toml::from_str("").unwrap();
+    assert_eq!(empty, PathPolicyConfig::default());
+    assert_eq!(empty.windows_aliases, WindowsAliases::Auto);
+    assert_eq!(empty.case_insensitive, CaseInsensitive::Auto);
+}
+
+#[test]
+fn defaults_false_starts_from_empty_lists() {
+    let config: PathPolicyConfig =
+        toml::from_str("allowed = [\"/srv\"]\ndefaults = false").unwrap();
+    let policy = config.build().unwrap();
+    assert!(!policy.has_defaults());
+    assert_eq!(policy.blocked().count(), 0);
+    assert_eq!(policy.write_protected().count(), 0);
+}
+
+#[test]
+fn relative_entries_are_refused_when_building() {
+    for config in [
+        "allowed = [\"relative\"]",
+        "read_only = [\"./x\"]",
+        "blocked = [\"secrets\"]",
+        "blocked = [\"**/[unclosed\"]",
+    ] {
+        let config: PathPolicyConfig = toml::from_str(config).unwrap();
+        let err = config.build().unwrap_err();
+        assert_eq!(err.rule(), "invalid-policy", "{config:?}: {err}");
+    }
+}
+
+#[test]
+fn every_default_says_what_it_prevents() {
+    for (entry, prevents) in PathPolicy::DEFAULT_BLOCKED
+        .iter()
+        .chain(PathPolicy::DEFAULT_WRITE_PROTECTED)
+    {
+        assert!(prevents.len() > 10, "{entry}: {prevents}");
+    }
+    let policy = PathPolicy::builder().allow("/srv").build().unwrap();
+    for (entry, _) in PathPolicy::DEFAULT_WRITE_PROTECTED {
+        assert!(policy.write_protected().any(|w| w == *entry));
+    }
+    let access = serde_json_like(Access::Write);
+    assert_eq!(access, "\"write\"");
+}
+
+fn serde_json_like(access: Access) -> String {
+    #[derive(serde::Serialize)]
+    struct Wrapper {
+        access: Access,
+    }
+    let text = toml::to_string(&Wrapper { access }).unwrap();
+    text.trim().trim_start_matches("access = ").to_owned()
+}
+
+#[test]
+fn policy_and_handles_are_send_and_sync() {
+    fn send_sync<T: Send + Sync + Clone>() {}
+    fn send_sync_only<T: Send + Sync>() {}
+    send_sync::<PathPolicy>();
+    send_sync_only::<Beneath>();
+}
