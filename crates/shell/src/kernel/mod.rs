@@ -107,12 +107,17 @@
 //!
 //! # How the parent stays unrestricted
 //!
-//! A Landlock domain belongs to a thread and is inherited by the processes
-//! it creates. [`spawn_confined`] builds the ruleset, starts a short-lived
-//! thread that sets `no_new_privs` and restricts *itself*, spawns the child
-//! from there (inside the caller's Tokio runtime) and exits. The calling
-//! thread and every other thread of the host keep their rights; no `unsafe`
-//! code and no `pre_exec` hook are involved.
+//! A Landlock domain, `no_new_privs` and capabilities belong to a thread and
+//! are inherited by the processes it creates. [`spawn_confined`] starts a
+//! short-lived thread and, while it starts, builds the ruleset (or reuses
+//! one built in the last second for the same rules, program directories and
+//! root identities — the kernel lets one ruleset restrict many threads).
+//! The thread sets `no_new_privs`, restricts *itself*, drops its
+//! capabilities if it has any, spawns the child (inside the caller's Tokio
+//! runtime) and ends. The calling thread and every other thread of the host
+//! keep their rights (tested); no `unsafe` code and no `pre_exec` hook are
+//! involved. The hand-off to that thread is most of the added cost per
+//! command (see `benches/kernel.rs`).
 
 mod enforcement;
 mod rules;
@@ -196,11 +201,7 @@ pub fn spawn_confined(
     rules: &KernelRules,
 ) -> std::io::Result<(tokio::process::Child, Enforcement)> {
     let level = planned_level(rules);
-    let expected = if restricts_anything(rules, level) {
-        Enforcement::for_abi(level)
-    } else {
-        Enforcement::None
-    };
+    let expected = would_enforce(rules);
     if rules.require && !expected.is_full() {
         return Err(KernelRefusal::new(expected).into_io_error());
     }
