@@ -363,11 +363,16 @@ impl PathPolicy {
         let base = Location::from_absolute(base).ok_or_else(|| PathError::RelativeBase {
             base: base.to_path_buf(),
         })?;
-        let plain_link = match self.plain(fs, &base, spelling, access, budget.as_deref_mut())? {
-            Plain::Decided(checked) => return Ok(checked),
-            Plain::Link(link) => Some(link),
-            Plain::No => None,
-        };
+        let (base, plain_link) =
+            match self.plain(fs, base, spelling, access, budget.as_deref_mut())? {
+                Plain::Decided(checked) => return Ok(checked),
+                Plain::Link(link) => {
+                    let mut base = link.clone();
+                    base.pop();
+                    (base, Some(link))
+                }
+                Plain::No(base) => (base, None),
+            };
         let readings = self.spell(spelling)?;
         let mut own_budget;
         let budget = match budget {
@@ -502,7 +507,7 @@ impl PathPolicy {
     fn plain(
         &self,
         fs: &dyn FileSystem,
-        base: &Location,
+        base: Location,
         spelling: &str,
         access: Access,
         budget: Option<&mut Budget>,
@@ -511,9 +516,9 @@ impl PathPolicy {
         if !self.is_plain_component(spelling)
             || (rules.aliases() && crate::spelling::looks_like_short_name(spelling.as_bytes()))
         {
-            return Ok(Plain::No);
+            return Ok(Plain::No(base));
         }
-        let mut location = base.clone();
+        let mut location = base;
         location.push(spelling.as_bytes());
         let root = rules.judge(spelling, Reading::Lexical, &location, access)?;
         let mut own_budget;
@@ -671,8 +676,8 @@ impl PathPolicy {
 
 /// What the plain-component fast path found.
 enum Plain {
-    /// Not a plain component: check in full.
-    No,
+    /// Not a plain component: check in full (from this base).
+    No(Location),
     /// A link is there (one lookup made): resolve it in full.
     Link(Location),
     /// Decided with one lookup.
