@@ -134,6 +134,10 @@ fn errno_io(op: &'static str, path: &Path, errno: Errno) -> PathError {
 }
 
 impl Beneath {
+    /// The most entries a renamed directory may hold (each is judged where
+    /// it lands).
+    pub const MAX_MOVED: usize = 10_000;
+
     pub(crate) fn open(policy: &PathPolicy, view: Arc<dyn FileSystem>) -> Result<Self, PathError> {
         let mut roots = Vec::new();
         for (root, _) in policy.roots() {
@@ -518,11 +522,15 @@ impl Beneath {
 
     /// Rename `from` to `to`, refusing to replace an existing target. A link
     /// is renamed itself, never its target. The new name must be portable.
+    /// A directory's contents are judged where they leave and where they
+    /// land, so a directory holding `config` cannot be renamed to `.git`.
     ///
     /// # Errors
     ///
-    /// A refusal for [`Access::Write`] on either, [`PathError::AlreadyExists`],
-    /// or I/O.
+    /// A refusal for [`Access::Write`] on either side or on anything moved
+    /// with a directory, [`PathError::TooCostly`] for a directory of more
+    /// than [`Beneath::MAX_MOVED`] entries, [`PathError::AlreadyExists`], or
+    /// I/O.
     pub fn rename(&self, base: &Path, from: &str, to: &str) -> Result<(), PathError> {
         let source = self.target(base, from, Access::Write, Follow::NotLast)?;
         let dest = self.target(base, to, Access::Write, Follow::NotLast)?;
@@ -531,6 +539,7 @@ impl Beneath {
         }
         let (from_dir, from_name) = self.parent(&source)?;
         let (to_dir, to_name) = self.parent(&dest)?;
+        self.judge_moved_tree(&from_dir, &from_name, &source, &dest, from)?;
         rustix::fs::renameat_with(
             &from_dir,
             from_name.as_os_str(),
@@ -546,6 +555,62 @@ impl Beneath {
             other => errno_io("rename", &source.location, other),
         })?;
         self.sync_dir(&to_dir, &dest.location)
+    }
+
+    /// A directory being renamed moves everything beneath it: each entry is
+    /// judged for writing where it leaves and where it lands (so a
+    /// directory holding `config` cannot become `.git`). At most
+    /// [`Beneath::MAX_MOVED`] entries; links are not followed.
+    fn judge_moved_tree(
+        &self,
+        from_dir: &OwnedFd,
+        from_name: &OsStr,
+        source: &Target,
+        dest: &Target,
+        spelling: &str,
+    ) -> Result<(), PathError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let top = match rustix::fs::openat(from_dir, from_name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // Not a directory (or a link): nothing moves with it.
+            Err(Errno::NOTDIR | Errno::LOOP) => return Ok(()),
+            Err(e) => return Err(errno_io("open", &source.location, e)),
+        };
+        let mut pending = vec![(top, PathBuf::new())];
+        let mut seen = 0usize;
+        while let Some((fd, relative)) = pending.pop() {
+            let mut dir = rustix::fs::Dir::read_from(&fd)
+                .map_err(|e| errno_io("opendir", &source.location, e))?;
+            while let Some(entry) = dir.read() {
+                let entry = entry.map_err(|e| errno_io("readdir", &source.location, e))?;
+                let name = OsStr::from_bytes(entry.file_name().to_bytes());
+                if name == "." || name == ".." {
+                    continue;
+                }
+                seen += 1;
+                if seen > Self::MAX_MOVED {
+                    return Err(PathError::TooCostly {
+                        spelling: spelling.to_owned(),
+                        budget: Self::MAX_MOVED as u64,
+                    });
+                }
+                let inner = relative.join(name);
+                self.policy
+                    .judge_created(spelling, &source.location.join(&inner))?;
+                self.policy
+                    .judge_created(spelling, &dest.location.join(&inner))?;
+                if entry.file_type() == FileType::Directory
+                    || entry.file_type() == FileType::Unknown
+                {
+                    match rustix::fs::openat(&fd, name, flags, Mode::empty()) {
+                        Ok(child) => pending.push((child, inner)),
+                        Err(Errno::NOTDIR | Errno::LOOP) => {}
+                        Err(e) => return Err(errno_io("open", &source.location, e)),
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Remove a file (or a link, never its target).

@@ -500,6 +500,19 @@ impl PathPolicy {
         })
     }
 
+    /// Judge a location that an operation creates as spelled (no lookups):
+    /// where a moved directory's contents land.
+    pub(crate) fn judge_created(&self, spelling: &str, location: &Path) -> Result<(), PathError> {
+        let location =
+            Location::from_absolute(location).ok_or_else(|| PathError::RelativeBase {
+                base: location.to_path_buf(),
+            })?;
+        self.inner
+            .rules
+            .judge(spelling, Reading::Lexical, &location, Access::Write)
+            .map(|_| ())
+    }
+
     /// The fast path of SPEC §1.2 for a plain component: one lookup, and
     /// when nothing (or no link) is there, the decision on the spelling
     /// where it stands. `None` when the full check must run (not plain, or

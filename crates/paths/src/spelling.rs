@@ -105,7 +105,9 @@ pub(crate) fn unjudgeable(spelling: &str, windows: bool) -> Option<Unjudgeable> 
     if bytes.starts_with(b"\\??\\") || bytes.starts_with(b"/??/") {
         return Some(Unjudgeable::DeviceNamespace);
     }
-    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+    if let [letter, b':', ..] = bytes
+        && letter.is_ascii_alphabetic()
+    {
         return Some(Unjudgeable::Drive);
     }
     None

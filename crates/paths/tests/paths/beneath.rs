@@ -338,3 +338,27 @@ fn assert_no_temp_files(dir: &Path) {
         );
     }
 }
+
+#[test]
+fn renaming_a_directory_cannot_plant_persistence_files() {
+    let f = fixture();
+    std::fs::create_dir_all(f.root.join("evil/hooks")).unwrap();
+    std::fs::write(f.root.join("evil/config"), b"[core]\n\tfsmonitor = evil").unwrap();
+    let err = f.files.rename(&f.root, "evil", ".git").unwrap_err();
+    assert_eq!(err.rule(), "write-protected", "{err}");
+    assert!(!f.root.join(".git").exists());
+    std::fs::create_dir_all(f.root.join("tasks")).unwrap();
+    std::fs::write(f.root.join("tasks/tasks.json"), b"{}").unwrap();
+    assert_eq!(
+        f.files
+            .rename(&f.root, "tasks", ".vscode")
+            .unwrap_err()
+            .rule(),
+        "write-protected"
+    );
+    // An ordinary directory moves with its contents.
+    std::fs::create_dir_all(f.root.join("plain/inner")).unwrap();
+    std::fs::write(f.root.join("plain/inner/x.txt"), b"x").unwrap();
+    f.files.rename(&f.root, "plain", "moved").unwrap();
+    assert!(f.root.join("moved/inner/x.txt").exists());
+}
