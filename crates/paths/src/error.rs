@@ -145,7 +145,7 @@ impl std::fmt::Display for NotPortable {
 pub enum PathError {
     /// A reading of the spelling lands outside every allowed root.
     #[error(
-        "refused `{}`: its {reading} reading lands at {location}, outside the allowed directories ({allowed}); use a path inside them", shown(.spelling))]
+        "refused `{}`: its {reading} reading lands at {at}, outside the allowed directories ({allowed}); use a path inside them", shown(.spelling), at = shown_path(.location))]
     OutsideRoots {
         /// What the agent wrote.
         spelling: String,
@@ -158,7 +158,7 @@ pub enum PathError {
     },
     /// A reading lands on or under a blocked entry.
     #[error(
-        "refused `{}`: its {reading} reading lands at {location}, which is blocked by `{entry}`; choose another file", shown(.spelling))]
+        "refused `{}`: its {reading} reading lands at {at}, which is blocked by `{entry}`; choose another file", shown(.spelling), at = shown_path(.location))]
     Blocked {
         /// What the agent wrote.
         spelling: String,
@@ -171,7 +171,7 @@ pub enum PathError {
     },
     /// A write or create under a root allowed for reading only.
     #[error(
-        "refused writing `{}`: {location} is under {root}, which is read-only; write only inside the read-write directories", shown(.spelling))]
+        "refused writing `{}`: {at} is under {root}, which is read-only; write only inside the read-write directories", shown(.spelling), at = shown_path(.location))]
     ReadOnly {
         /// What the agent wrote.
         spelling: String,
@@ -184,7 +184,7 @@ pub enum PathError {
     },
     /// A write to a place where written files become code run later.
     #[error(
-        "refused writing `{}`: {location} matches `{entry}`, a file that tools run or load later, so it is protected from writes; it can still be read", shown(.spelling))]
+        "refused writing `{}`: {at} matches `{entry}`, a file that tools run or load later, so it is protected from writes; it can still be read", shown(.spelling), at = shown_path(.location))]
     WriteProtected {
         /// What the agent wrote.
         spelling: String,
@@ -212,7 +212,7 @@ pub enum PathError {
         why: NotPortable,
     },
     /// Following links came back to a link already followed.
-    #[error("refused `{}`: its links loop (at {link}); use a path without the loop", shown(.spelling))]
+    #[error("refused `{}`: its links loop (at {via}); use a path without the loop", shown(.spelling), via = shown_path(.link))]
     LinkLoop {
         /// What the agent wrote.
         spelling: String,
@@ -244,7 +244,7 @@ pub enum PathError {
     /// The path is a directory, file or link where the operation needs
     /// something else, or a link was swapped in after the check.
     #[error(
-        "refused `{}`: at {location}, {detail}; check the path and try again", shown(.spelling))]
+        "refused `{}`: at {at}, {detail}; check the path and try again", shown(.spelling), at = shown_path(.location))]
     Changed {
         /// What the agent wrote.
         spelling: String,
@@ -255,7 +255,7 @@ pub enum PathError {
     },
     /// The target already exists and the operation does not replace files.
     #[error(
-        "`{}` already exists at {location}; choose another name or overwrite it explicitly", shown(.spelling))]
+        "`{}` already exists at {at}; choose another name or overwrite it explicitly", shown(.spelling), at = shown_path(.location))]
     AlreadyExists {
         /// What the agent wrote.
         spelling: String,
@@ -312,6 +312,12 @@ fn shown(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A location for a message: lossy, escaped like agent text (names on disk
+/// and link targets are attacker-controlled too).
+fn shown_path(path: &std::path::Path) -> String {
+    shown(&path.to_string_lossy())
 }
 
 impl PathError {
