@@ -100,3 +100,38 @@ fn policy_and_handles_are_send_and_sync() {
     send_sync::<PathPolicy>();
     send_sync_only::<Beneath>();
 }
+
+#[test]
+fn a_root_spelled_through_a_link_is_canonicalized_when_built() {
+    // Like macOS, where /tmp is a link to /private/tmp.
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("private/work")).unwrap();
+    std::os::unix::fs::symlink(base.join("private"), base.join("tmp")).unwrap();
+    let policy = PathPolicy::builder()
+        .allow(base.join("tmp/work"))
+        .build()
+        .unwrap();
+    let roots: Vec<&Path> = policy.roots().map(|(root, _)| root).collect();
+    assert_eq!(roots, [base.join("private/work").as_path()]);
+    let real = base.join("private/work");
+    assert!(policy.check(&real, "notes.txt", Access::Write).is_ok());
+    // The spelling through the link is the same root.
+    assert!(
+        policy
+            .check(
+                &real,
+                &format!("{}/notes.txt", base.join("tmp/work").display()),
+                Access::Read
+            )
+            .is_ok()
+    );
+    // A root that does not exist yet keeps its spelling below the longest
+    // existing prefix.
+    let later = PathPolicy::builder()
+        .allow(base.join("tmp/later/sub"))
+        .build()
+        .unwrap();
+    let roots: Vec<&Path> = later.roots().map(|(root, _)| root).collect();
+    assert_eq!(roots, [base.join("private/later/sub").as_path()]);
+}
