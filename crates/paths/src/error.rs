@@ -45,6 +45,9 @@ pub enum Unjudgeable {
     /// `...`, `. .`, `:x`: Windows strips it to an empty name or a stream of
     /// the directory.
     EmptyName,
+    /// `．．／x`: look-alikes of `/`, `\`, `:` and `.` that Windows'
+    /// best-fit mapping (in programs using the ANSI APIs) turns into them.
+    BestFit,
 }
 
 impl Unjudgeable {
@@ -58,6 +61,7 @@ impl Unjudgeable {
             Unjudgeable::ReservedName => "windows-device",
             Unjudgeable::ShortName => "windows-short-name",
             Unjudgeable::EmptyName => "windows-empty-name",
+            Unjudgeable::BestFit => "windows-best-fit",
         }
     }
 
@@ -77,6 +81,9 @@ impl Unjudgeable {
             Unjudgeable::ShortName => "Windows may read it as an 8.3 short name of another file",
             Unjudgeable::EmptyName => {
                 "Windows strips a name made of dots, spaces or a stream to nothing"
+            }
+            Unjudgeable::BestFit => {
+                "Windows programs may read its look-alike of `/`, `\\`, `:` or `.` as the real character"
             }
         }
     }
@@ -117,7 +124,7 @@ impl NotPortable {
             NotPortable::Control => "it contains a control character",
             NotPortable::Bidi => "it contains a bidirectional-text control character",
             NotPortable::Reserved => {
-                "it contains a character Windows forbids in names (: * ? \" < > | \\)"
+                "it contains a character Windows forbids in names (: * ? \" < > | \\) or a look-alike of one"
             }
             NotPortable::TrailingDotOrSpace => {
                 "it ends with a dot or a space, which Windows strips"

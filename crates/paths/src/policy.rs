@@ -527,7 +527,7 @@ impl PathPolicy {
     ) -> Result<Plain, PathError> {
         let rules = &self.inner.rules;
         if !self.is_plain_component(spelling)
-            || (rules.aliases() && crate::spelling::looks_like_short_name(spelling.as_bytes()))
+            || (rules.aliases() && crate::spelling::windows_reads_specially(spelling))
         {
             return Ok(Plain::No(base));
         }

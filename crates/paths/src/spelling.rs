@@ -59,6 +59,9 @@ pub(crate) fn split_windows(spelling: &str) -> Result<Spelled<'_>, Unjudgeable> 
     let bytes = spelling.as_bytes();
     let absolute = matches!(bytes.first(), Some(b'/' | b'\\'));
     let mut parts = Vec::new();
+    if spelling.chars().any(is_best_fit_lookalike) {
+        return Err(Unjudgeable::BestFit);
+    }
     for raw in bytes.split(|b| *b == b'/' || *b == b'\\') {
         if raw.is_empty() {
             continue;
@@ -209,6 +212,21 @@ pub(crate) fn is_plain(spelling: &str) -> bool {
     !is_device_name(bytes)
 }
 
+/// A plain component that Windows rules still refuse (short names,
+/// best-fit look-alikes): it must take the full check.
+pub(crate) fn windows_reads_specially(name: &str) -> bool {
+    looks_like_short_name(name.as_bytes()) || name.chars().any(is_best_fit_lookalike)
+}
+
+/// Characters that Windows' best-fit mapping (ANSI code pages) turns into
+/// `/`, `\`, `:` or `.`.
+fn is_best_fit_lookalike(c: char) -> bool {
+    matches!(
+        c,
+        '\u{FF0F}' | '\u{FF3C}' | '\u{2215}' | '\u{2216}' | '\u{FF1A}' | '\u{2024}' | '\u{FF0E}'
+    )
+}
+
 fn is_bidi(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
@@ -246,10 +264,10 @@ pub fn check_portable_name(component: &str) -> Result<(), PathError> {
     if component.chars().any(is_bidi) {
         return refuse(NotPortable::Bidi);
     }
-    if component
-        .chars()
-        .any(|c| matches!(c, ':' | '*' | '?' | '"' | '<' | '>' | '|' | '\\' | '/'))
-    {
+    if component.chars().any(|c| {
+        matches!(c, ':' | '*' | '?' | '"' | '<' | '>' | '|' | '\\' | '/')
+            || is_best_fit_lookalike(c)
+    }) {
         return refuse(NotPortable::Reserved);
     }
     if component.ends_with(['.', ' ']) {
