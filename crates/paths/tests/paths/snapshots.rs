@@ -97,6 +97,13 @@ fn check_refusals() {
             "windows-short-name",
         ),
         (
+            "windows_best_fit",
+            "．．／etc",
+            Read,
+            Always,
+            "windows-best-fit",
+        ),
+        (
             "windows_empty_name",
             "...",
             Read,
