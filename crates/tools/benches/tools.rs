@@ -1,0 +1,71 @@
+//! What a tool call costs over doing the same thing with no checks at all,
+//! measured in the same run: `read_file` through the `Toolbox` (argument
+//! parsing, the path judged in every reading, the open beneath the root's
+//! handle, the typed result as JSON) against `std::fs::read_to_string` on
+//! the same file; the judged read alone (`Beneath::read`), to show where
+//! the time goes; and a refusal (a path leading outside).
+
+use std::hint::black_box;
+
+use agentcaps::Policy;
+use agentcaps_tools::Toolbox;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+fn tools(c: &mut Criterion) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let top = std::fs::canonicalize(tmp.path()).expect("canonical");
+    let root = top.join("root");
+    std::fs::create_dir_all(root.join("src/nested")).expect("mkdir");
+    let text: String = (0..200)
+        .map(|i| format!("line {i} of the file\n"))
+        .collect();
+    std::fs::write(root.join("src/nested/file.txt"), &text).expect("write");
+    std::os::unix::fs::symlink(&top, root.join("escape")).expect("symlink");
+    let policy = Policy::from_toml("[files]\nallowed = [\"root\"]\n", &top).expect("policy");
+    let toolbox = Toolbox::new(&policy, &root).expect("toolbox");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    let mut group = c.benchmark_group("read_file");
+    let file = root.join("src/nested/file.txt");
+    group.bench_function("baseline std::fs::read_to_string", |b| {
+        b.iter(|| black_box(std::fs::read_to_string(black_box(&file)).expect("read")))
+    });
+    let beneath = policy
+        .path_policy()
+        .expect("paths")
+        .open_beneath()
+        .expect("beneath");
+    group.bench_function("paths Beneath::read (the judged open alone)", |b| {
+        b.iter(|| {
+            black_box(
+                beneath
+                    .read(&root, black_box("src/nested/file.txt"), 1 << 20)
+                    .expect("read"),
+            )
+        })
+    });
+    group.bench_function("toolbox read_file (allowed)", |b| {
+        b.iter(|| {
+            let out = rt
+                .block_on(toolbox.call("read_file", json!({"path": "src/nested/file.txt"})))
+                .expect("allowed");
+            black_box(out)
+        })
+    });
+    group.bench_function("toolbox read_file (refused, link outside)", |b| {
+        b.iter(|| {
+            let err = rt
+                .block_on(toolbox.call("read_file", json!({"path": "escape/root/x"})))
+                .expect_err("refused");
+            black_box(err)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, tools);
+criterion_main!(benches);
