@@ -5,6 +5,8 @@
 //! the same file; the judged read alone (`Beneath::read`), to show where
 //! the time goes; and a refusal (a path leading outside).
 
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
 use std::hint::black_box;
 
 use agentcaps::Policy;
