@@ -23,6 +23,11 @@ pub(crate) type ReqBody = Full<Bytes>;
 /// At most this many connections are kept per pool key.
 const MAX_PER_KEY: usize = 16;
 
+/// At most this many keys (address, host, scheme) are pooled; past it,
+/// keys whose connections all closed are dropped, and a new key is not
+/// pooled until there is room (its connection closes after use).
+const MAX_KEYS: usize = 256;
+
 /// What a pooled connection is for: one judged address, one host, one
 /// scheme. A connection is never reused for another host, even one that
 /// resolves to the same address, nor for another address of the same host.
@@ -104,6 +109,15 @@ impl Pool {
     /// HTTP/2 once, when it is made).
     pub(crate) fn checkin(&self, key: PoolKey, sender: Sender) {
         let mut conns = self.conns.lock().unwrap_or_else(PoisonError::into_inner);
+        if conns.len() >= MAX_KEYS && !conns.contains_key(&key) {
+            conns.retain(|_, list| {
+                list.retain(|s| !s.is_closed());
+                !list.is_empty()
+            });
+            if conns.len() >= MAX_KEYS {
+                return;
+            }
+        }
         let list = conns.entry(key).or_default();
         list.retain(|s| !s.is_closed());
         if list.len() < MAX_PER_KEY {
@@ -191,5 +205,67 @@ impl Connector {
             tokio::spawn(conn);
             Ok(Sender::H1(sender))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn idle_sender() -> (Sender, impl Sized) {
+        let (client, server) = tokio::io::duplex(64);
+        let (mut sender, conn) = http1::Builder::new()
+            .handshake::<_, ReqBody>(TokioIo::new(client))
+            .await
+            .unwrap();
+        let task = tokio::spawn(conn);
+        sender.ready().await.unwrap();
+        (Sender::H1(sender), (task, server))
+    }
+
+    fn key(i: usize) -> PoolKey {
+        PoolKey {
+            https: false,
+            host: format!("h{i}.example.com"),
+            port: 80,
+            addr: SocketAddr::from(([127, 0, 0, 1], 80)),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_pool_keeps_a_bounded_number_of_keys_and_connections() {
+        let pool = Pool::default();
+        let mut alive = Vec::new();
+        for i in 0..MAX_KEYS + 10 {
+            let (sender, conn) = idle_sender().await;
+            alive.push(conn);
+            pool.checkin(key(i), sender);
+        }
+        assert_eq!(pool.conns.lock().unwrap().len(), MAX_KEYS);
+        for _ in 0..MAX_PER_KEY + 3 {
+            let (sender, conn) = idle_sender().await;
+            alive.push(conn);
+            pool.checkin(key(0), sender);
+        }
+        assert_eq!(
+            pool.conns.lock().unwrap().get(&key(0)).map(Vec::len),
+            Some(MAX_PER_KEY)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_is_only_found_under_its_own_key() {
+        let pool = Pool::default();
+        let (sender, _conn) = idle_sender().await;
+        pool.checkin(key(1), sender);
+        assert!(pool.checkout(&key(2)).is_none());
+        let mut other_addr = key(1);
+        other_addr.addr = SocketAddr::from(([127, 0, 0, 2], 80));
+        assert!(pool.checkout(&other_addr).is_none());
+        assert!(pool.checkout(&key(1)).is_some());
+        assert!(
+            pool.checkout(&key(1)).is_none(),
+            "an HTTP/1.1 sender is taken out"
+        );
     }
 }
