@@ -114,3 +114,46 @@ fn a_pem_without_a_certificate_is_a_config_error() {
         .unwrap_err();
     assert_eq!(err.rule(), "config");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_https_hop_is_verified_for_its_own_host() {
+    let dns = DnsServer::start().await;
+    let ca = TestCa::new();
+    let b = Server::start_tls(
+        "127.0.0.3:0",
+        handler(|_| Reply::ok("b")),
+        ca.leaf(&["b.example.com"]),
+    )
+    .await;
+    let b_port = b.port();
+    let a = Server::start_tls(
+        "127.0.0.2:0",
+        handler(move |_| Reply::redirect(302, &format!("https://b.example.com:{b_port}/"))),
+        ca.leaf(&["a.example.com"]),
+    )
+    .await;
+    dns.set("a.example.com", vec![Rec::ip("127.0.0.2")]);
+    dns.set("b.example.com", vec![Rec::ip("127.0.0.3")]);
+    let policy = build(&loopback_policy(
+        &dns,
+        &["127.0.0.2/32", "127.0.0.3/32"],
+        &[a.port(), b_port],
+    ));
+    let c = Client::builder(policy)
+        .add_root_certificate_pem(ca.pem().as_bytes())
+        .unwrap()
+        .build()
+        .unwrap();
+    let response = c
+        .get(&format!("https://a.example.com:{}/", a.port()))
+        .header("Authorization", "Bearer a-only")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.text().await.unwrap().text, "b");
+    assert_eq!(a.seen()[0].sni.as_deref(), Some("a.example.com"));
+    let seen_b = &b.seen()[0];
+    assert_eq!(seen_b.sni.as_deref(), Some("b.example.com"));
+    assert_eq!(seen_b.local, b.addr);
+    assert!(!seen_b.headers.contains_key("authorization"));
+}
