@@ -153,6 +153,21 @@ pub(crate) enum Inherit {
     All,
 }
 
+/// The host variables a command may inherit: only the listed names are read
+/// (not the whole environment), except for [`Inherit::All`].
+pub(crate) fn inheritable(inherit: &Inherit) -> Vec<(OsString, OsString)> {
+    match inherit {
+        Inherit::All => std::env::vars_os().collect(),
+        Inherit::Named(names) if cfg!(windows) => std::env::vars_os()
+            .filter(|(name, _)| names.iter().any(|n| name.eq_ignore_ascii_case(n)))
+            .collect(),
+        Inherit::Named(names) => names
+            .iter()
+            .filter_map(|name| std::env::var_os(name).map(|value| (name.into(), value)))
+            .collect(),
+    }
+}
+
 /// Build the child's environment from the parent's variables, the host's
 /// `environment`, and the agent's checked variables (applied in that order).
 pub(crate) fn child_environment<I>(

@@ -9,6 +9,7 @@ use agentcaps_paths::{FileSystem, PathPolicy, RealFs};
 use crate::env::{self, DEFAULT_INHERITED, Inherit};
 use crate::error::ShellError;
 use crate::identity::{identity, is_bare};
+use crate::program::Found;
 use crate::request::{CommandRequest, ValidatedCommand};
 use crate::rules::{ProgramRules, RuleSet};
 
@@ -68,6 +69,7 @@ pub struct ShellPolicy {
     pub(crate) windows_rules: bool,
     pub(crate) allow_network: bool,
     pub(crate) require_kernel_enforcement: bool,
+    pub(crate) found: Found,
 }
 
 impl ShellPolicy {
@@ -386,10 +388,13 @@ impl ShellPolicyBuilder {
         for name in self.environment.keys() {
             env::check_name(name)?;
         }
-        if let Inherit::Named(names) = &self.inherit {
-            for name in names {
+        let mut inherit = self.inherit;
+        if let Inherit::Named(names) = &mut inherit {
+            for name in names.iter() {
                 env::check_name(name)?;
             }
+            let mut seen = std::collections::HashSet::new();
+            names.retain(|name| seen.insert(name.clone()));
         }
         let mut rules = if self.default_rules {
             RuleSet::defaults()?
@@ -409,7 +414,7 @@ impl ShellPolicyBuilder {
             paths: self.paths,
             timeout: self.timeout,
             max_output_bytes: self.max_output_bytes,
-            inherit: self.inherit,
+            inherit,
             environment: self.environment,
             unwrap_launchers: self.unwrap_launchers,
             agent_environment: self.agent_environment,
@@ -420,6 +425,7 @@ impl ShellPolicyBuilder {
             },
             allow_network: self.allow_network,
             require_kernel_enforcement: self.require_kernel_enforcement,
+            found: Found::default(),
         })
     }
 }

@@ -2,10 +2,42 @@
 //! command's own `PATH`, skipping empty and relative entries, so a binary
 //! planted in the working directory is never run.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::error::ShellError;
+
+/// Programs already found, per name and `PATH` value, shared by clones of a
+/// policy. A hit is used only while it is still an executable file; a
+/// program installed later in an *earlier* `PATH` entry is not picked up
+/// until the process restarts (the first one found keeps running).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Found(Arc<Mutex<HashMap<(String, OsString), PathBuf>>>);
+
+impl Found {
+    /// [`find_in_path`], remembered.
+    pub(crate) fn find(&self, name: &str, path: Option<&OsStr>) -> Result<PathBuf, ShellError> {
+        let key = (
+            name.to_owned(),
+            path.map(OsStr::to_os_string).unwrap_or_default(),
+        );
+        let hit = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|found| found.get(&key).cloned());
+        if let Some(program) = hit.filter(|p| is_executable(p)) {
+            return Ok(program);
+        }
+        let program = find_in_path(name, path)?;
+        if let Ok(mut found) = self.0.lock() {
+            found.insert(key, program.clone());
+        }
+        Ok(program)
+    }
+}
 
 /// Find `name` in `path` (a `PATH` value).
 ///
@@ -83,6 +115,33 @@ mod tests {
         assert!(find_in_path("cat", Some(&path)).is_err());
         let abs = std::env::join_paths([dir.path()]).unwrap();
         assert_eq!(find_in_path("cat", Some(&abs)).unwrap(), planted);
+    }
+
+    #[test]
+    fn a_remembered_program_that_is_gone_is_looked_up_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("a");
+        let second = dir.path().join("b");
+        for d in [&first, &second] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let make = |d: &Path| {
+            let p = d.join("tool");
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            p
+        };
+        let in_first = make(&first);
+        let in_second = make(&second);
+        let path = std::env::join_paths([&first, &second]).unwrap();
+        let found = Found::default();
+        assert_eq!(found.find("tool", Some(&path)).unwrap(), in_first);
+        std::fs::remove_file(&in_first).unwrap();
+        assert_eq!(found.find("tool", Some(&path)).unwrap(), in_second);
     }
 
     #[test]

@@ -14,12 +14,11 @@ use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
 use crate::budget::LowerBound;
 use crate::cluster::{Conditions, parts, path_spellings, refused};
-use crate::env::{check_agent_variable, child_environment};
+use crate::env::{check_agent_variable, child_environment, inheritable};
 use crate::error::ShellError;
 use crate::identity::{identity, is_bare};
 use crate::launcher::{Launch, launch};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
-use crate::program::find_in_path;
 use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{ArgumentAccess, Arguments};
 use crate::{script, tokenize};
@@ -130,7 +129,7 @@ pub(crate) fn validate(
     };
 
     let env = child_environment(
-        std::env::vars_os(),
+        inheritable(&policy.inherit),
         &policy.inherit,
         &policy.environment,
         &request.env,
@@ -151,7 +150,7 @@ pub(crate) fn validate(
     let mut program = PathBuf::new();
     for (i, segment) in segments.iter().enumerate() {
         let resolved = match &segment.target {
-            Target::Name(name) => find_in_path(name, path_var)?,
+            Target::Name(name) => policy.found.find(name, path_var)?,
             Target::Path(path) => path.clone(),
         };
         let word = argv
