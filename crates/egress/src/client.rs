@@ -448,7 +448,7 @@ impl Client {
             } else {
                 EgressError::Http {
                     url: verdict.url().to_owned(),
-                    message: e.to_string(),
+                    message: error_chain(&e),
                 }
             }
         })?;
@@ -541,4 +541,17 @@ fn build_request(
         request.headers_mut().insert(HOST, value);
     }
     Ok(request)
+}
+
+/// An error and its sources, `: `-separated (hyper's own message alone is
+/// often just "http2 error").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }

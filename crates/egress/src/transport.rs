@@ -192,7 +192,11 @@ impl Connector {
         };
         if h2 {
             let mut builder = http2::Builder::new(TokioExecutor::new());
-            builder.max_header_list_size(u32::try_from(self.max_header_bytes).unwrap_or(u32::MAX));
+            // h2 fails a larger head with a bare compression error, so
+            // let it decode up to 4× the policy's limit and refuse by the
+            // policy's own count (see `head_size`) with a clear refusal.
+            let decode_limit = self.max_header_bytes.saturating_mul(4);
+            builder.max_header_list_size(u32::try_from(decode_limit).unwrap_or(u32::MAX));
             let (sender, conn) = builder.handshake(io).await.map_err(http_err)?;
             tokio::spawn(conn);
             Ok(Sender::H2(sender))

@@ -157,3 +157,35 @@ async fn each_https_hop_is_verified_for_its_own_host() {
     assert_eq!(seen_b.local, b.addr);
     assert!(!seen_b.headers.contains_key("authorization"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_response_headers_over_http2_are_refused() {
+    let dns = DnsServer::start().await;
+    let ca = TestCa::new();
+    let server = Server::start_tls(
+        "127.0.0.2:0",
+        handler(|_| Reply {
+            status: 200,
+            headers: (0..40)
+                .map(|i| (format!("x-big-{i}"), "v".repeat(1000)))
+                .collect(),
+            body: Vec::new(),
+        }),
+        ca.leaf(&["secure.example.com"]),
+    )
+    .await;
+    dns.set("secure.example.com", vec![Rec::ip("127.0.0.2")]);
+    let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
+    config.max_header_bytes = 16 * 1024;
+    let c = Client::builder(build(&config))
+        .add_root_certificate_pem(ca.pem().as_bytes())
+        .unwrap()
+        .build()
+        .unwrap();
+    let err = c
+        .get(&format!("https://secure.example.com:{}/", server.port()))
+        .send()
+        .await
+        .unwrap_err();
+    assert_eq!(err.rule(), "size.headers", "{err:?}");
+}
