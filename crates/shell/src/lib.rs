@@ -87,8 +87,8 @@ pub use config::{Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
 pub use policy::{
-    DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, READ_ONLY_COMMANDS, ShellPolicy,
-    ShellPolicyBuilder, WindowsRules, danger,
+    DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, READ_ONLY_COMMANDS,
+    ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,
 };
 pub use request::{Command, CommandRequest, ValidatedCommand};
 pub use rules::{ArgumentAccess, Arguments, OptionRule, ProgramRules, ScriptLanguage, When};
