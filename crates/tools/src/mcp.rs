@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -58,6 +59,7 @@ impl McpServer {
                     _ => Map::new(),
                 };
                 Tool::new(spec.name, spec.description.clone(), schema)
+                    .with_annotations(annotations(spec.name))
             })
             .collect();
         Self {
@@ -99,6 +101,20 @@ impl McpServer {
             }
             Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_model_text())]),
         }
+    }
+}
+
+/// MCP hints (never trusted by clients for decisions): which tools only
+/// read, which can overwrite, which reach outside the machine.
+fn annotations(tool: &str) -> ToolAnnotations {
+    let hints = ToolAnnotations::new();
+    match tool {
+        "read_file" | "list_directory" | "file_info" | "search_files" => {
+            hints.read_only(true).open_world(false)
+        }
+        "write_file" | "apply_patch" => hints.read_only(false).destructive(true).open_world(false),
+        "http_request" => hints.read_only(false).destructive(false).open_world(true),
+        _ => hints.read_only(false).destructive(true).open_world(false),
     }
 }
 

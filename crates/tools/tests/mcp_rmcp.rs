@@ -64,6 +64,15 @@ async fn rmcp_client_drives_every_tool() {
         .collect();
     expected.sort();
     assert_eq!(names, expected, "exactly the eight tools");
+    let read_only = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.annotations.as_ref())
+            .and_then(|a| a.read_only_hint)
+    };
+    assert_eq!(read_only("read_file"), Some(true));
+    assert_eq!(read_only("write_file"), Some(false));
     for tool in &tools {
         assert_eq!(
             tool.input_schema.get("type"),
