@@ -230,9 +230,10 @@ impl FileTools {
                 Err(e) if prefix.is_empty() => return Err(self.refused(TOOL, e)),
                 Err(_) => continue,
             };
-            let mut names: Vec<_> = listed.into_iter().collect();
-            names.sort_by(|a, b| b.name.cmp(&a.name));
-            for entry in names.into_iter().rev() {
+            let mut listed = listed;
+            listed.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut subdirs = Vec::new();
+            for entry in listed {
                 if entries.len() >= max {
                     truncated = true;
                     break;
@@ -244,13 +245,15 @@ impl FileTools {
                 if let (true, EntryKind::Dir, Some(exact)) =
                     (input.recursive, entry.kind, entry.name.to_str())
                 {
-                    pending.push((format!("{dir}/{exact}"), format!("{rel}/")));
+                    subdirs.push((format!("{dir}/{exact}"), format!("{rel}/")));
                 }
                 entries.push(ListEntry {
                     path: rel,
                     kind: kind_name(entry.kind),
                 });
             }
+            // Stack: push in reverse so subdirectories are entered in order.
+            pending.extend(subdirs.into_iter().rev());
             if truncated {
                 break;
             }

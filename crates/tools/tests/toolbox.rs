@@ -196,3 +196,24 @@ async fn every_call_is_recorded_with_decision_and_rule() {
     assert_eq!(parsed["decision"], "deny");
     assert!(!line.contains('\n'));
 }
+
+#[tokio::test]
+async fn recursive_listing_is_sorted_and_enters_subdirectories_in_order() {
+    let tree = common::Tree::new();
+    let policy = Policy::load(&tree.policy("")).expect("policy");
+    let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox");
+    let out = toolbox
+        .call(
+            "list_directory",
+            serde_json::json!({"path": "src", "recursive": true}),
+        )
+        .await
+        .expect("list");
+    let paths: Vec<&str> = out.structured["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert_eq!(paths, ["deep", "lib.txt", "deep/more.txt"]);
+}
