@@ -152,6 +152,82 @@ fn cli_corpus() {
     );
 }
 
+/// `check shell` says what the kernel would enforce, and agrees with what
+/// `run` then reports for the same command.
+#[test]
+fn check_shell_reports_the_kernel_enforcement_that_run_achieves() {
+    use agentcaps::shell::kernel;
+    let tree = common::Tree::new();
+    let policy = tree.policy("allowed_commands = [\"echo\"]\npath_policy = true\n");
+    let policy = policy.display().to_string();
+    let ask = |sub: &[&str]| {
+        let mut args: Vec<String> = sub.iter().map(|s| s.to_string()).collect();
+        args.extend(["--policy", &policy, "--json", "--", "echo", "hi"].map(String::from));
+        let run = agentcaps(&tree.root, &args, None);
+        assert_eq!(run.code, 0, "{sub:?}: {}{}", run.stdout, run.stderr);
+        serde_json::from_str::<serde_json::Value>(run.stdout.trim()).expect("one JSON object")
+    };
+    let checked = ask(&["check", "shell"]);
+    let predicted = checked["enforced"]
+        .as_str()
+        .expect("check shell reports `enforced`")
+        .to_owned();
+    let abi = kernel::kernel_abi();
+    let expected = if abi >= kernel::FULL_ABI {
+        "full".to_owned()
+    } else if abi == 0 {
+        "none".to_owned()
+    } else {
+        format!("partial (abi {abi})")
+    };
+    assert_eq!(
+        predicted, expected,
+        "the prediction does not follow the kernel's ABI"
+    );
+    let ran = ask(&["run"]);
+    assert!(
+        ran.to_string()
+            .contains(&format!("\"enforced\":\"{predicted}\"")),
+        "run achieved something other than check shell predicted ({predicted}): {ran}"
+    );
+}
+
+/// With `require_kernel_enforcement`, `check shell` refuses exactly when the
+/// kernel could not enforce everything.
+#[test]
+fn check_shell_refuses_when_required_enforcement_is_out_of_reach() {
+    use agentcaps::shell::kernel;
+    let tree = common::Tree::new();
+    let policy = tree.policy(
+        "allowed_commands = [\"echo\"]\npath_policy = true\nrequire_kernel_enforcement = true\n",
+    );
+    let args: Vec<String> = [
+        "check",
+        "shell",
+        "--policy",
+        &policy.display().to_string(),
+        "--json",
+        "--",
+        "echo",
+        "hi",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run = agentcaps(&tree.root, &args, None);
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    if kernel::kernel_abi() >= kernel::FULL_ABI {
+        assert_eq!(
+            (run.code, json["enforced"].as_str()),
+            (0, Some("full")),
+            "{json}"
+        );
+    } else {
+        assert_eq!(run.code, 3, "{json}");
+        assert_eq!(json["rule"], "require-kernel-enforcement", "{json}");
+    }
+}
+
 #[test]
 fn text_mode_prints_the_child_output_and_the_refusal() {
     let tree = common::Tree::new();

@@ -1,6 +1,7 @@
 //! `agentcaps check path|shell|url|policy`: ask the policy, act on nothing.
 
 use agentcaps::paths::Access;
+use agentcaps::shell::kernel;
 use serde_json::json;
 
 use super::{
@@ -61,16 +62,29 @@ fn path_inner(args: &CheckPathArgs) -> Result<Outcome, Outcome> {
         .report())
 }
 
-/// `check shell`: validate, never run.
+/// `check shell`: validate, never run; say what the kernel would enforce.
 pub(crate) fn shell(args: &ShellArgs) -> Outcome {
-    match super::run::validate(args) {
-        Ok((validated, _policy)) => Outcome::allowed(format!(
-            "allow  {}",
-            serde_json::to_string(&validated.argv()).unwrap_or_default()
-        ))
-        .with("argv", json!(validated.argv())),
-        Err(outcome) => outcome,
-    }
+    let (validated, policy) = match super::run::validate(args) {
+        Ok(ok) => ok,
+        Err(outcome) => return outcome,
+    };
+    let rules = policy.kernel_rules(&validated);
+    let enforced = kernel::would_enforce(&rules);
+    let argv = serde_json::to_string(&validated.argv()).unwrap_or_default();
+    let outcome = if rules.require && !enforced.is_full() {
+        Outcome::refused(
+            kernel::KernelRefusal::RULE,
+            format!(
+                "{argv} would not run: require_kernel_enforcement is set and the kernel would enforce only `{enforced}` (full needs Landlock ABI {}).",
+                kernel::FULL_ABI
+            ),
+        )
+    } else {
+        Outcome::allowed(format!("allow  {argv}\nkernel enforcement: {enforced}"))
+    };
+    outcome
+        .with("argv", json!(validated.argv()))
+        .with("enforced", json!(enforced.to_string()))
 }
 
 /// `check url`: resolve and judge every address, without connecting.

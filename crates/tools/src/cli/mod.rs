@@ -23,6 +23,19 @@ writable (.git and **/.env* blocked, plus built-in secrets), the read-only shell
 with file arguments held to that, web requests to public addresses with GET/HEAD,
 and patches under the current directory. `agentcaps check policy` prints it.
 
+Kernel enforcement (Linux, Landlock): `run` and the shell_command tool start every
+command inside a Landlock domain built from the same policy: read and execute only
+beneath the [files] roots and a short runtime list (/usr, the program's and loader's
+directories, a few /etc files, /dev/null, the random devices); write, create, remove
+and rename only beneath the writable roots; no TCP bind/connect unless the shell
+allows network; abstract UNIX sockets and signals confined to the command's own
+processes; no_new_privs and no capabilities. Each result says `enforced: full |
+partial (abi N) | none` (`check shell` says what would be enforced), and
+`require_kernel_enforcement = true` in [shell] refuses to run unless it is `full`.
+NOT enforced by the kernel: blocked and write-protected entries *inside* a root
+(.git/hooks, **/.env: only the argument checks guard them), chmod/chown/stat of
+files outside the roots, UDP and pathname UNIX sockets.
+
 Examples:
   agentcaps check path ../etc/passwd src/main.rs
   agentcaps check shell -- cat ../secret.txt
