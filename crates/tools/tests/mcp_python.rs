@@ -1,25 +1,58 @@
 //! `agentcaps mcp` against the INDEPENDENT official Python MCP SDK
 //! (`tests/python/mcp_e2e.py` at the workspace root). This test fails — it
-//! never skips — when the SDK is missing: `.ci/run` installs it into
-//! `target/pyvenv`; set `AGENTCAPS_PYTHON` to use another interpreter.
+//! never skips — when the SDK cannot be had. It uses `AGENTCAPS_PYTHON` when
+//! set; otherwise `target/pyvenv`, which it creates and fills from PyPI
+//! (`tests/python/requirements.txt`, pinned) when the SDK is not there yet,
+//! so `cargo test --workspace --locked` works on a fresh machine.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn workspace() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+fn has_sdk(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed while installing the official Python MCP SDK:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The interpreter with the SDK: `AGENTCAPS_PYTHON`, or `target/pyvenv`
+/// (created and filled from PyPI if needed).
 fn python() -> PathBuf {
     if let Some(python) = std::env::var_os("AGENTCAPS_PYTHON") {
         return python.into();
     }
-    let venv = workspace().join("target/pyvenv/bin/python");
-    if venv.exists() {
-        venv
-    } else {
-        "python3".into()
+    let venv = workspace().join("target/pyvenv");
+    let python = venv.join("bin/python");
+    if !has_sdk(&python) {
+        run(Command::new("python3").arg("-m").arg("venv").arg(&venv));
+        run(Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
+            .arg(workspace().join("tests/python/requirements.txt")));
     }
+    python
 }
 
 #[test]
@@ -31,7 +64,7 @@ fn official_python_sdk_drives_every_tool() {
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
     assert!(
         probe.status.success(),
-        "the official Python MCP SDK is missing for {}: run `python3 -m venv target/pyvenv && target/pyvenv/bin/pip install mcp` (as .ci/run does), or set AGENTCAPS_PYTHON.\n{}",
+        "the official Python MCP SDK is missing for {}: install it with `pip install -r tests/python/requirements.txt`, or set AGENTCAPS_PYTHON.\n{}",
         python.display(),
         String::from_utf8_lossy(&probe.stderr)
     );
