@@ -16,6 +16,18 @@ pub enum EntryKind {
     Other,
 }
 
+/// What one [`FileSystem::probe`] found at a name with more to resolve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing is there (or a parent is not a directory).
+    Missing,
+    /// A link, and its target as stored.
+    Link(PathBuf),
+    /// Something that is not a link (a directory, unless a later lookup
+    /// says otherwise).
+    Present,
+}
+
 /// A file-system view: the two lookups a check makes.
 ///
 /// Each call is one *lookup* in the sense of SPEC §1.2. Implementations:
@@ -38,6 +50,30 @@ pub trait FileSystem: Send + Sync {
     ///
     /// When `path` is not a link or cannot be read.
     fn read_link(&self, path: &Path) -> io::Result<PathBuf>;
+
+    /// Whether [`FileSystem::probe`] answers in **one** lookup. When false
+    /// (the default), checks use [`FileSystem::entry`] and
+    /// [`FileSystem::read_link`] only.
+    fn probes_in_one_lookup(&self) -> bool {
+        false
+    }
+
+    /// One lookup for a name that is not the last to resolve: missing, a
+    /// link (with its target), or present. [`RealFs`](crate::RealFs) answers
+    /// with a single `readlink`, which also saves the second lookup a link
+    /// costs.
+    ///
+    /// # Errors
+    ///
+    /// I/O failures other than "missing", "not a directory" and "not a
+    /// link".
+    fn probe(&self, path: &Path) -> io::Result<Probe> {
+        match self.entry(path)? {
+            None => Ok(Probe::Missing),
+            Some(EntryKind::Symlink) => self.read_link(path).map(Probe::Link),
+            Some(_) => Ok(Probe::Present),
+        }
+    }
 }
 
 impl<T: FileSystem + ?Sized> FileSystem for &T {
@@ -46,5 +82,11 @@ impl<T: FileSystem + ?Sized> FileSystem for &T {
     }
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         (**self).read_link(path)
+    }
+    fn probes_in_one_lookup(&self) -> bool {
+        (**self).probes_in_one_lookup()
+    }
+    fn probe(&self, path: &Path) -> io::Result<Probe> {
+        (**self).probe(path)
     }
 }

@@ -70,7 +70,7 @@ mod spelling;
 pub use beneath::{Beneath, DirEntryInfo, EntryInfo, Staged, WriteMode};
 pub use config::{Access, CaseInsensitive, PathPolicyConfig, RootAccess, WindowsAliases};
 pub use error::{NotPortable, PathError, Reading, Unjudgeable};
-pub use fs::{EntryKind, FileSystem};
+pub use fs::{EntryKind, FileSystem, Probe};
 pub use policy::{Budget, Checked, Located, PathPolicy, PathPolicyBuilder};
 pub use real_fs::RealFs;
 pub use sim_fs::{SimFs, SimMode};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, CWD, FileType};
 
-use crate::{EntryKind, FileSystem};
+use crate::{EntryKind, FileSystem, Probe};
 
 /// The host's file system: `lstat` and `readlink` through `rustix`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -25,6 +25,22 @@ impl FileSystem for RealFs {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         let target = rustix::fs::readlinkat(CWD, path, Vec::new())?;
         Ok(PathBuf::from(OsString::from_vec(target.into_bytes())))
+    }
+
+    fn probes_in_one_lookup(&self) -> bool {
+        true
+    }
+
+    /// One `readlink`: `EINVAL` means present and not a link.
+    fn probe(&self, path: &Path) -> io::Result<Probe> {
+        match rustix::fs::readlinkat(CWD, path, Vec::new()) {
+            Ok(target) => Ok(Probe::Link(PathBuf::from(OsString::from_vec(
+                target.into_bytes(),
+            )))),
+            Err(rustix::io::Errno::INVAL) => Ok(Probe::Present),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(Probe::Missing),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

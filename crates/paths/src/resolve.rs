@@ -9,7 +9,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use crate::location::Location;
 use crate::rules::Rules;
 use crate::spelling::{Part, Spelled, split_posix, split_windows};
-use crate::{Budget, EntryKind, FileSystem, PathError, PathPolicy, Reading};
+use crate::{Budget, EntryKind, FileSystem, PathError, PathPolicy, Probe, Reading};
 
 /// Whether a link in the last component is followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +114,8 @@ pub(crate) struct Resolver<'a> {
     windows_rules: bool,
     memo: Option<Memo<Option<EntryKind>>>,
     links_memo: Option<Memo<Vec<u8>>>,
+    /// A link's target that came with a probe, for the read that follows.
+    probed_link: Option<(Vec<u8>, Vec<u8>)>,
     lookups: u64,
 }
 
@@ -134,6 +136,7 @@ impl<'a> Resolver<'a> {
             windows_rules,
             memo: memoize.then(Memo::default),
             links_memo: memoize.then(Memo::default),
+            probed_link: None,
             lookups: 0,
         }
     }
@@ -176,7 +179,48 @@ impl<'a> Resolver<'a> {
         Ok(kind)
     }
 
+    /// What is at a name with more to resolve after it: one probe where the
+    /// view answers in one lookup (a link's target comes with it), else an
+    /// `lstat`. A present name is taken for a directory; if it is not one,
+    /// the next lookup finds nothing beneath it.
+    fn look(&mut self, location: &Location) -> Result<Option<EntryKind>, PathError> {
+        if !self.fs.probes_in_one_lookup() {
+            return self.entry(location);
+        }
+        if let Some(kind) = self.memo.as_ref().and_then(|m| m.get(location.as_bytes())) {
+            return Ok(*kind);
+        }
+        self.pay()?;
+        let probe = self
+            .fs
+            .probe(location.as_path())
+            .map_err(|e| PathError::io("readlink", location.as_path(), e))?;
+        let kind = match probe {
+            Probe::Missing => None,
+            Probe::Present => return Ok(Some(EntryKind::Dir)),
+            Probe::Link(target) => {
+                self.probed_link = Some((
+                    location.as_bytes().to_vec(),
+                    target.into_os_string().into_vec(),
+                ));
+                Some(EntryKind::Symlink)
+            }
+        };
+        if let Some(memo) = self.memo.as_mut() {
+            memo.insert(location.as_bytes().to_vec(), kind);
+        }
+        Ok(kind)
+    }
+
     fn read_link(&mut self, location: &Location) -> Result<Vec<u8>, PathError> {
+        if let Some((link, target)) = self.probed_link.take()
+            && link == location.as_bytes()
+        {
+            if let Some(memo) = self.links_memo.as_mut() {
+                memo.insert(link, target.clone());
+            }
+            return Ok(target);
+        }
         if let Some(target) = self
             .links_memo
             .as_ref()
@@ -251,7 +295,11 @@ impl<'a> Resolver<'a> {
                 kind = None;
                 continue;
             }
-            kind = self.entry(&current)?;
+            kind = if stack.is_empty() {
+                self.entry(&current)?
+            } else {
+                self.look(&current)?
+            };
             match kind {
                 None => missing_from = Some(current.depth()),
                 Some(EntryKind::Symlink) if follow == Follow::NotLast && stack.is_empty() => {}
@@ -328,7 +376,11 @@ impl<'a> Resolver<'a> {
         }
         while let Some(name) = names.get(index) {
             current.push(name);
-            kind = self.entry(&current)?;
+            kind = if index + 1 < names.len() {
+                self.look(&current)?
+            } else {
+                self.entry(&current)?
+            };
             match kind {
                 None => {
                     missing_from = Some(index + 1);

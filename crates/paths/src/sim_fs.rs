@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::spelling::windows_alias_of;
-use crate::{EntryKind, FileSystem};
+use crate::{EntryKind, FileSystem, Probe};
 
 /// How a [`SimFs`] compares names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -258,6 +258,20 @@ impl FileSystem for SimFs {
             Node::File => EntryKind::File,
             Node::Symlink(_) => EntryKind::Symlink,
         }))
+    }
+
+    fn probes_in_one_lookup(&self) -> bool {
+        true
+    }
+
+    /// Counted as one lookup, as `readlink` is on a real file system.
+    fn probe(&self, path: &Path) -> io::Result<Probe> {
+        self.lookups.fetch_add(1, Ordering::Relaxed);
+        Ok(match self.walk(path, false)? {
+            None => Probe::Missing,
+            Some(Node::Symlink(target)) => Probe::Link(target.clone()),
+            Some(_) => Probe::Present,
+        })
     }
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {

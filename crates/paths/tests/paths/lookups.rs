@@ -77,9 +77,19 @@ fn dot_dot_is_free_and_the_windows_reading_reuses_lookups() {
     let fs = tree();
     // POSIX: lstat a, lstat a.txt; Windows: /r/a.txt again, from the memo.
     assert_eq!(lookups(&fs, "a/../a.txt"), 2);
-    // POSIX: lstat lnk_dir, readlink, lstat sub, lstat deep, lstat
-    // sub/x; Windows: lstat /r/x.
-    assert_eq!(lookups(&fs, "lnk_dir/../x"), 6);
+    // POSIX: probe lnk_dir (a link: its target comes with it), probe sub,
+    // probe deep, lstat sub/x; Windows: lstat /r/x.
+    assert_eq!(lookups(&fs, "lnk_dir/../x"), 5);
+}
+
+#[test]
+fn a_link_met_before_the_last_name_costs_one_lookup() {
+    // A name with more to resolve after it is probed with one readlink,
+    // which tells "missing", "a link, to here" or "something else" at once:
+    // probe lnk_dir, probe sub, probe deep, lstat f.
+    let fs = tree();
+    assert_eq!(lookups(&fs, "lnk_dir/f"), 4);
+    assert!(4 <= policy().spelled_cost("lnk_dir/f"));
 }
 
 #[test]
