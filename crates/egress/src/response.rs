@@ -188,11 +188,11 @@ impl Response {
     /// passes while reading is not an error: what arrived is returned with
     /// `timed_out` set.
     pub async fn bytes(mut self) -> Result<BodyBytes, EgressError> {
-        let mut out = Vec::new();
+        let mut chunks: Vec<Bytes> = Vec::new();
         let mut timed_out = false;
         loop {
             match self.chunk().await {
-                Ok(Some(chunk)) => out.extend_from_slice(&chunk),
+                Ok(Some(chunk)) => chunks.push(chunk),
                 Ok(None) => break,
                 Err(EgressError::Timeout { .. }) => {
                     timed_out = true;
@@ -201,8 +201,14 @@ impl Response {
                 Err(e) => return Err(e),
             }
         }
+        // One chunk (the common small body) is returned without a copy.
+        let bytes = match chunks.len() {
+            0 => Bytes::new(),
+            1 => chunks.pop().unwrap_or_default(),
+            _ => Bytes::from(chunks.concat()),
+        };
         Ok(BodyBytes {
-            bytes: Bytes::from(out),
+            bytes,
             truncated: self.truncated,
             timed_out,
         })
