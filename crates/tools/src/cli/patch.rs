@@ -48,10 +48,49 @@ fn patch_inner(args: &PatchArgs) -> Result<Outcome, Outcome> {
     } else {
         "applied"
     };
-    Ok(Outcome::allowed(format!(
-        "{verb}: {}",
-        serde_json::to_string_pretty(&value).unwrap_or_default()
-    ))
-    .with("dry_run", json!(args.dry_run))
-    .with("report", value))
+    Ok(Outcome::allowed(format!("{verb}:\n{}", summary(&value)))
+        .with("dry_run", json!(args.dry_run))
+        .with("report", value))
+}
+
+/// One line per file: what happened, hunks, offsets and concessions.
+fn summary(report: &serde_json::Value) -> String {
+    let files = report["files"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let lines: Vec<String> = files
+        .iter()
+        .map(|file| {
+            let action = file["action"].as_str().unwrap_or("?");
+            let path = file["path"].as_str().unwrap_or("?");
+            let target = match file["from"].as_str() {
+                Some(from) => format!("{from} -> {path}"),
+                None => path.to_owned(),
+            };
+            let hunks = file["hunks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+            let moved = hunks
+                .iter()
+                .filter(|h| h["offset"].as_i64().is_some_and(|o| o != 0))
+                .count();
+            let conceded = hunks
+                .iter()
+                .filter(|h| h["concessions"].as_array().is_some_and(|c| !c.is_empty()))
+                .count();
+            let mut line = format!("  {action:<8} {target}");
+            if !hunks.is_empty() {
+                line.push_str(&format!(
+                    " ({} hunk{}",
+                    hunks.len(),
+                    if hunks.len() == 1 { "" } else { "s" }
+                ));
+                if moved > 0 {
+                    line.push_str(&format!(", {moved} at an offset"));
+                }
+                if conceded > 0 {
+                    line.push_str(&format!(", {conceded} with concessions (see --json)"));
+                }
+                line.push(')');
+            }
+            line
+        })
+        .collect();
+    lines.join("\n")
 }
