@@ -14,7 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use agentcaps_paths::{Access, EntryKind, FileSystem, PathPolicy, RealFs};
+use agentcaps_paths::{Access, EntryKind, FileSystem, PathPolicy, Probe, RealFs};
 use criterion::{Criterion, criterion_group, criterion_main};
 
 /// The host's file system, counting lookups (for the report only; the
@@ -30,6 +30,13 @@ impl FileSystem for Counting {
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         self.0.fetch_add(1, Ordering::Relaxed);
         RealFs.read_link(path)
+    }
+    fn probes_in_one_lookup(&self) -> bool {
+        true
+    }
+    fn probe(&self, path: &Path) -> io::Result<Probe> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        RealFs.probe(path)
     }
 }
 

@@ -99,10 +99,21 @@ impl<T> Memo<T> {
     }
 
     fn insert(&mut self, key: Vec<u8>, value: T) {
-        if self.entries.len() < Self::CAP {
+        if let Some(slot) = self.entries.iter_mut().find(|(k, _)| *k == key) {
+            slot.1 = value;
+        } else if self.entries.len() < Self::CAP {
             self.entries.push((key, value));
         }
     }
+}
+
+/// What an earlier lookup found at a place.
+#[derive(Debug, Clone, Copy)]
+enum Seen {
+    /// An `lstat` answer.
+    Known(Option<EntryKind>),
+    /// A probe's "present, not a link" (the kind is not known).
+    Present,
 }
 
 /// Walks readings for one check, counting and memoizing lookups.
@@ -112,7 +123,7 @@ pub(crate) struct Resolver<'a> {
     budget: &'a mut Budget,
     spelling: &'a str,
     windows_rules: bool,
-    memo: Option<Memo<Option<EntryKind>>>,
+    memo: Option<Memo<Seen>>,
     links_memo: Option<Memo<Vec<u8>>>,
     /// A link's target that came with a probe, for the read that follows.
     probed_link: Option<(Vec<u8>, Vec<u8>)>,
@@ -149,7 +160,7 @@ impl<'a> Resolver<'a> {
     pub(crate) fn already_seen(&mut self, location: Location, kind: EntryKind) {
         self.lookups += 1;
         if let Some(memo) = self.memo.as_mut() {
-            memo.insert(location.as_bytes().to_vec(), Some(kind));
+            memo.insert(location.as_bytes().to_vec(), Seen::Known(Some(kind)));
         }
     }
 
@@ -165,7 +176,8 @@ impl<'a> Resolver<'a> {
     }
 
     fn entry(&mut self, location: &Location) -> Result<Option<EntryKind>, PathError> {
-        if let Some(kind) = self.memo.as_ref().and_then(|m| m.get(location.as_bytes())) {
+        if let Some(Seen::Known(kind)) = self.memo.as_ref().and_then(|m| m.get(location.as_bytes()))
+        {
             return Ok(*kind);
         }
         self.pay()?;
@@ -174,7 +186,7 @@ impl<'a> Resolver<'a> {
             .entry(location.as_path())
             .map_err(|e| PathError::io("lstat", location.as_path(), e))?;
         if let Some(memo) = self.memo.as_mut() {
-            memo.insert(location.as_bytes().to_vec(), kind);
+            memo.insert(location.as_bytes().to_vec(), Seen::Known(kind));
         }
         Ok(kind)
     }
@@ -187,27 +199,32 @@ impl<'a> Resolver<'a> {
         if !self.fs.probes_in_one_lookup() {
             return self.entry(location);
         }
-        if let Some(kind) = self.memo.as_ref().and_then(|m| m.get(location.as_bytes())) {
-            return Ok(*kind);
+        match self.memo.as_ref().and_then(|m| m.get(location.as_bytes())) {
+            Some(Seen::Known(kind)) => return Ok(*kind),
+            Some(Seen::Present) => return Ok(Some(EntryKind::Dir)),
+            None => {}
         }
         self.pay()?;
         let probe = self
             .fs
             .probe(location.as_path())
             .map_err(|e| PathError::io("readlink", location.as_path(), e))?;
-        let kind = match probe {
-            Probe::Missing => None,
-            Probe::Present => return Ok(Some(EntryKind::Dir)),
+        let (seen, kind) = match probe {
+            Probe::Missing => (Seen::Known(None), None),
+            Probe::Present => (Seen::Present, Some(EntryKind::Dir)),
             Probe::Link(target) => {
                 self.probed_link = Some((
                     location.as_bytes().to_vec(),
                     target.into_os_string().into_vec(),
                 ));
-                Some(EntryKind::Symlink)
+                (
+                    Seen::Known(Some(EntryKind::Symlink)),
+                    Some(EntryKind::Symlink),
+                )
             }
         };
         if let Some(memo) = self.memo.as_mut() {
-            memo.insert(location.as_bytes().to_vec(), kind);
+            memo.insert(location.as_bytes().to_vec(), seen);
         }
         Ok(kind)
     }
