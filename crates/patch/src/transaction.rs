@@ -238,7 +238,7 @@ fn outcome(cause: PatchError, failed: Vec<String>) -> PatchError {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     //! Fault injection: the k-th staging write, or the k-th rename/removal,
     //! fails — for every k — and the tree must be byte-identical afterwards,
