@@ -209,25 +209,12 @@ fn chunks(lines: &mut Lines<'_>) -> Result<Vec<Hunk>> {
             lines.advance();
             continue;
         }
-        let (marker, text) = match raw.char_indices().nth(1) {
-            Some((i, _)) => (
-                raw.get(..i).unwrap_or_default(),
-                raw.get(i..).unwrap_or_default(),
-            ),
-            None => (raw, ""),
-        };
-        let line = match marker {
-            " " => Line::Context(text.to_owned()),
-            "-" => Line::Remove(text.to_owned()),
-            "+" => Line::Add(text.to_owned()),
-            "" | "\r" => Line::Context(String::new()),
-            _ => {
-                return Err(PatchError::parse(
-                    n,
-                    "a change line starting with ` `, `-` or `+`, or `@@`",
-                    raw,
-                ));
-            }
+        let Some(line) = Line::from_body(raw) else {
+            return Err(PatchError::parse(
+                n,
+                "a change line starting with ` `, `-` or `+`, or `@@`",
+                raw,
+            ));
         };
         current
             .get_or_insert_with(|| Hunk {

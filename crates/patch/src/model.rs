@@ -41,6 +41,23 @@ pub(crate) enum Line {
 }
 
 impl Line {
+    /// Reads a body line by its first character: ` `, `-`, `+`, or a blank
+    /// line (an empty context line whose space an editor ate). `None` for
+    /// anything else.
+    pub(crate) fn from_body(raw: &str) -> Option<Line> {
+        let mut chars = raw.chars();
+        let marker = chars.next();
+        let text = chars.as_str().to_owned();
+        match marker {
+            Some(' ') => Some(Line::Context(text)),
+            Some('-') => Some(Line::Remove(text)),
+            Some('+') => Some(Line::Add(text)),
+            None => Some(Line::Context(String::new())),
+            Some('\r') if text.is_empty() => Some(Line::Context(String::new())),
+            _ => None,
+        }
+    }
+
     pub(crate) fn text(&self) -> &str {
         match self {
             Line::Context(t) | Line::Remove(t) | Line::Add(t) => t,

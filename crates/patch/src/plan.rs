@@ -406,43 +406,24 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
                     report,
                 }
             }
-            Operation::Update(p) => {
-                let original = read(ctx, p)?;
-                let (content, hunks) =
-                    crate::hunk::apply(p, &original, &file.hunks, lenient, &work)?;
-                bound(
-                    Bound::TargetBytes,
-                    ctx.config.max_target_bytes,
-                    as_u64(content.len()),
-                    Some(p),
-                )?;
-                let report = FileReport {
-                    path: p.clone(),
-                    from: None,
-                    action: FileAction::Modified,
-                    hunks,
+            Operation::Update(source) | Operation::Move(source, _) => {
+                let (target, from, action) = match &op {
+                    Operation::Move(from, to) => (to, Some(from.clone()), FileAction::Moved),
+                    _ => (source, None, FileAction::Modified),
                 };
-                Planned {
-                    op: op.clone(),
-                    original: Some(original),
-                    content: Some(content),
-                    report,
-                }
-            }
-            Operation::Move(from, to) => {
-                let original = read(ctx, from)?;
+                let original = read(ctx, source)?;
                 let (content, hunks) =
-                    crate::hunk::apply(from, &original, &file.hunks, lenient, &work)?;
+                    crate::hunk::apply(source, &original, &file.hunks, lenient, &work)?;
                 bound(
                     Bound::TargetBytes,
                     ctx.config.max_target_bytes,
                     as_u64(content.len()),
-                    Some(to),
+                    Some(target),
                 )?;
                 let report = FileReport {
-                    path: to.clone(),
-                    from: Some(from.clone()),
-                    action: FileAction::Moved,
+                    path: target.clone(),
+                    from,
+                    action,
                     hunks,
                 };
                 Planned {

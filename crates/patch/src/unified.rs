@@ -469,43 +469,24 @@ fn hunks(lines: &mut Lines<'_>, file: &mut FilePatch) -> Result<()> {
             found,
         };
         while old_left > 0 || new_left > 0 {
-            let Some(raw) = lines.peek_raw() else {
-                let side = if old_left > 0 { "old" } else { "new" };
-                let (stated, left) = if old_left > 0 {
-                    (old_count, old_left)
+            // The body ended (or stopped being a body) before the counts.
+            let short = |old_left: usize, new_left: usize| {
+                if old_left > 0 {
+                    counts("old", old_count, old_count - old_left)
                 } else {
-                    (new_count, new_left)
-                };
-                return Err(counts(side, stated, stated - left));
-            };
-            let n = lines.number();
-            let (marker, text) = match raw.char_indices().nth(1) {
-                Some((i, _)) => (
-                    raw.get(..i).unwrap_or_default(),
-                    raw.get(i..).unwrap_or_default(),
-                ),
-                None => (raw, ""),
-            };
-            let line = match marker {
-                " " => Line::Context(text.to_owned()),
-                "-" => Line::Remove(text.to_owned()),
-                "+" => Line::Add(text.to_owned()),
-                // A blank line: an empty context line whose space an editor ate.
-                "" | "\r" => Line::Context(String::new()),
-                "\\" => {
-                    no_newline(&mut hunk, n, raw)?;
-                    lines.advance();
-                    continue;
+                    counts("new", new_count, new_count - new_left)
                 }
-                _ => {
-                    let side = if old_left > 0 { "old" } else { "new" };
-                    let (stated, left) = if old_left > 0 {
-                        (old_count, old_left)
-                    } else {
-                        (new_count, new_left)
-                    };
-                    return Err(counts(side, stated, stated - left));
-                }
+            };
+            let Some(raw) = lines.peek_raw() else {
+                return Err(short(old_left, new_left));
+            };
+            if raw.starts_with('\\') {
+                no_newline(&mut hunk, lines.number(), raw)?;
+                lines.advance();
+                continue;
+            }
+            let Some(line) = Line::from_body(raw) else {
+                return Err(short(old_left, new_left));
             };
             if line.is_old() {
                 if old_left == 0 || hunk.old_no_newline {
