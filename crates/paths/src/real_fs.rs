@@ -18,6 +18,7 @@ impl FileSystem for RealFs {
         match rustix::fs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => Ok(Some(kind_of(FileType::from_raw_mode(stat.st_mode)))),
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(None),
+            Err(rustix::io::Errno::NAMETOOLONG) if name_cannot_exist(path) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
@@ -39,9 +40,26 @@ impl FileSystem for RealFs {
             )))),
             Err(rustix::io::Errno::INVAL) => Ok(Probe::Present),
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(Probe::Missing),
+            Err(rustix::io::Errno::NAMETOOLONG) if name_cannot_exist(path) => Ok(Probe::Missing),
             Err(e) => Err(e.into()),
         }
     }
+}
+
+/// The longest name a Linux file system stores (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// Whether `ENAMETOOLONG` for `path` means "nothing is there": its last
+/// name is longer than any file system stores, so no file, directory or
+/// link can exist under it (the earlier components were resolved one by one
+/// before it). The seed assumes no limit on the length of a name, so such a
+/// name is judged by its spelling, like any other missing name, instead of
+/// failing the check. A whole path longer than the kernel takes is still an
+/// error: something may exist there that this lookup cannot see.
+fn name_cannot_exist(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    path.file_name()
+        .is_some_and(|name| name.as_bytes().len() > NAME_MAX)
 }
 
 pub(crate) fn kind_of(file_type: FileType) -> EntryKind {

@@ -252,3 +252,30 @@ mod arbitrary {
         }
     }
 }
+
+/// The seed assumes no limit on the length of a name: a plain name longer
+/// than any file system stores (`ENAMETOOLONG` from the kernel) is missing,
+/// costs its one lookup, and is judged by its spelling — not an I/O error.
+#[test]
+fn a_name_longer_than_name_max_is_judged_as_missing_on_the_real_file_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let policy = PathPolicy::builder().allow(&root).build().unwrap();
+    let long = "a".repeat(300);
+    let checked = policy.check(&root, &long, Access::Write).unwrap();
+    assert_eq!(checked.location(), root.join(&long));
+    assert_eq!(checked.kind(), None);
+    assert_eq!(checked.lookups(), 1);
+    // Still judged: a long blocked name is refused by its spelling.
+    let blocked = format!(".env{long}");
+    assert!(matches!(
+        policy.check(&root, &blocked, Access::Read),
+        Err(PathError::Blocked { .. })
+    ));
+    // And beneath a link out, the link is still followed first.
+    std::os::unix::fs::symlink("/etc", root.join("out")).unwrap();
+    assert!(matches!(
+        policy.check(&root, &format!("out/{long}"), Access::Write),
+        Err(PathError::OutsideRoots { .. })
+    ));
+}
