@@ -371,3 +371,42 @@ fn help_explains_exit_codes_and_the_default_policy() {
         );
     }
 }
+
+/// A patch over `max_patch_bytes` is refused by its size (exit 3), even when
+/// the cut at the bound falls inside a character, and nothing is written.
+#[test]
+fn an_oversized_patch_is_refused_by_its_size() {
+    let tree = common::Tree::new();
+    let path = tree.top.join("small-patches.toml");
+    std::fs::write(
+        &path,
+        "[files]\nallowed = [\"root\"]\n\n[patch]\nmax_patch_bytes = 100\n",
+    )
+    .expect("write policy");
+    let before = std::fs::read(tree.root.join("edit.txt")).expect("edit.txt");
+    let patch = format!(
+        "--- a/edit.txt\n+++ b/edit.txt\n@@ -1 +1 @@\n-one\n+{}\n",
+        "é".repeat(200)
+    );
+    let args: Vec<String> = [
+        "patch",
+        "--json",
+        "--policy",
+        &path.display().to_string(),
+        "-",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run = agentcaps(&tree.root, &args, Some(&patch));
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    assert_eq!(
+        (run.code, json["rule"].as_str()),
+        (3, Some("max_patch_bytes")),
+        "{json}"
+    );
+    assert_eq!(
+        std::fs::read(tree.root.join("edit.txt")).expect("edit.txt"),
+        before
+    );
+}

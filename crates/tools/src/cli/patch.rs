@@ -23,13 +23,25 @@ pub(crate) fn patch(args: &PatchArgs) -> Outcome {
 fn patch_inner(args: &PatchArgs) -> Result<Outcome, Outcome> {
     let policy = load_policy(args.common.policy.as_deref())?;
     let cwd = dir_arg(args.cwd.as_deref())?;
-    let mut text = String::new();
+    // Read one byte past the bound, so an oversized patch is refused by the
+    // patcher's bound without first being read whole into memory.
+    let limit = policy.patch.max_patch_bytes.saturating_add(1);
+    let mut bytes = Vec::new();
     let read = if args.file == "-" {
-        std::io::stdin().read_to_string(&mut text)
+        std::io::stdin().take(limit).read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(&args.file).and_then(|mut f| f.read_to_string(&mut text))
+        std::fs::File::open(&args.file).and_then(|f| f.take(limit).read_to_end(&mut bytes))
     };
     read.map_err(|e| Outcome::failed("io", format!("cannot read the patch {}: {e}", args.file)))?;
+    let text = if bytes.len() as u64 >= limit {
+        // Over the bound: the patcher refuses it by its size, whatever the
+        // cut did to the last character.
+        String::from_utf8_lossy(&bytes).into_owned()
+    } else {
+        String::from_utf8(bytes).map_err(|_| {
+            Outcome::failed("io", format!("the patch {} is not UTF-8 text", args.file))
+        })?
+    };
     let paths = policy
         .path_policy()
         .map_err(|e| Outcome::usage("policy", e.to_string()))?;
