@@ -3,8 +3,9 @@
 //! - `cargo xtask ci` — what `.ci/run` does: rustfmt check, clippy with
 //!   warnings as errors, the whole test suite with `--locked`, rustdoc with
 //!   warnings as errors, and a packaging check of every publishable crate.
-//! - `cargo xtask bench [ARGS...]` — every criterion benchmark; `ARGS` go to
-//!   criterion (e.g. `--warm-up-time 1 --measurement-time 3`).
+//! - `cargo xtask bench [ARGS...]` — every criterion benchmark (the patch
+//!   bench with the release `agentcaps` binary in `AGENTCAPS_BIN`); `ARGS`
+//!   go to criterion (e.g. `--warm-up-time 1 --measurement-time 3`).
 //! - `cargo xtask fuzz [--seconds N] [TARGET...]` — each fuzz target for `N`
 //!   seconds (default 30) with cargo-fuzz on the stable toolchain.
 #![forbid(unsafe_code)]
@@ -91,7 +92,22 @@ fn ci() -> bool {
 }
 
 fn bench(args: &[String]) -> bool {
+    // The patch bench also times `agentcaps patch` as a whole process, like
+    // GNU patch and git apply, when it is given the release binary.
+    if !run(&mut cargo(&[
+        "build",
+        "--release",
+        "--locked",
+        "--bin",
+        "agentcaps",
+    ])) {
+        return false;
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
     let mut c = cargo(&["bench"]);
+    c.env("AGENTCAPS_BIN", target.join("release/agentcaps"));
     for p in PUBLISHED {
         c.args(["-p", p]);
     }
