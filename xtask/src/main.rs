@@ -111,7 +111,8 @@ fn bench(args: &[String]) -> bool {
     for p in PUBLISHED {
         c.args(["-p", p]);
     }
-    c.arg("--");
+    // Only the criterion targets: libtest harnesses reject criterion's flags.
+    c.args(["--bench", "*", "--"]);
     c.args(args);
     run(&mut c)
 }
