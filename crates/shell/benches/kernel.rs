@@ -1,10 +1,13 @@
 //! Added cost of kernel enforcement per command: spawning `/bin/true`
-//! confined by a Landlock domain (build the ruleset, restrict a throwaway
-//! thread, spawn, wait) against spawning it plainly, in the same run.
+//! confined by a Landlock domain against spawning it plainly, in the same
+//! run.
 //!
-//! A third kind spawns from a throwaway thread *without* a domain, to tell
-//! the thread hand-off's cost (which `spawn_confined` needs to keep the
-//! caller unrestricted) from the domain's own.
+//! "confined" is the usual case: the rules are those of the command before
+//! (a session's policy), so the command is handed to the confiner already
+//! restricted with their domain. "confined, fresh domain" cycles through
+//! more rules than are kept, so every command pays for building the
+//! ruleset and starting and restricting a new confining thread: the cost
+//! of the first command under new rules.
 //!
 //! The machines are shared and noisy, so every iteration runs the three
 //! kinds back to back and each benchmark times one of them: all see the
@@ -31,34 +34,69 @@ use criterion::{Criterion, criterion_group, criterion_main};
 enum How {
     /// On the calling thread, no domain: the baseline.
     Plain,
-    /// From a throwaway thread, no domain: the thread hand-off alone, to
-    /// tell its cost from the domain's.
-    Thread,
-    /// `spawn_confined`: a throwaway thread restricted by the domain.
+    /// `spawn_confined` with the rules of the command before.
     Confined,
+    /// `spawn_confined` with rules no confiner or kept ruleset serves.
+    Fresh,
+}
+
+/// The rules of a typical policy (the working tree writable, a toolchain
+/// read-only), and [`CYCLED`] variants of it that each need their own
+/// domain.
+struct Rules {
+    usual: KernelRules,
+    cycled: Vec<KernelRules>,
+    next: std::cell::Cell<usize>,
+    _dirs: tempfile::TempDir,
+}
+
+/// More than the confiners and rulesets kept (8 each).
+const CYCLED: usize = 12;
+
+impl Rules {
+    fn new() -> Self {
+        let rules = |root: &std::path::Path| {
+            KernelRules::from_roots(Some([
+                (root.to_path_buf(), true),
+                (env!("CARGO_MANIFEST_DIR").into(), false),
+            ]))
+            .with_program("/bin/true")
+        };
+        let dirs = tempfile::tempdir().expect("a temporary directory");
+        let cycled = (0..CYCLED)
+            .map(|n| {
+                let root = dirs.path().join(n.to_string());
+                std::fs::create_dir(&root).expect("a root");
+                rules(&root)
+            })
+            .collect();
+        Self {
+            usual: rules(&std::env::temp_dir()),
+            cycled,
+            next: std::cell::Cell::new(0),
+            _dirs: dirs,
+        }
+    }
+
+    fn fresh(&self) -> &KernelRules {
+        let at = self.next.get();
+        self.next.set((at + 1) % CYCLED);
+        &self.cycled[at]
+    }
 }
 
 /// Spawns `/bin/true` as `how` says and waits for it.
-async fn spawn_true(how: How, rules: &KernelRules) -> Duration {
+async fn spawn_true(how: How, rules: &Rules) -> Duration {
     let started = Instant::now();
     let mut cmd = tokio::process::Command::new("/bin/true");
     let status = match how {
         How::Plain => cmd.status().await.expect("spawn /bin/true"),
-        How::Thread => {
-            let runtime = tokio::runtime::Handle::current();
-            let mut child = std::thread::scope(|scope| {
-                scope
-                    .spawn(|| {
-                        let _entered = runtime.enter();
-                        cmd.spawn()
-                    })
-                    .join()
-                    .expect("thread")
-                    .expect("spawn /bin/true")
-            });
-            child.wait().await.expect("wait")
-        }
-        How::Confined => {
+        How::Confined | How::Fresh => {
+            let rules = if how == How::Fresh {
+                rules.fresh()
+            } else {
+                &rules.usual
+            };
             let (mut child, enforced) = spawn_confined(&mut cmd, rules).expect("spawn confined");
             assert_eq!(enforced, Enforcement::Full);
             child.wait().await.expect("wait")
@@ -73,14 +111,9 @@ fn spawn(c: &mut Criterion) {
         .enable_all()
         .build()
         .expect("a Tokio runtime");
-    // A typical policy: the working tree writable, a toolchain read-only.
-    let rules = KernelRules::from_roots(Some([
-        (std::env::temp_dir(), true),
-        (env!("CARGO_MANIFEST_DIR").into(), false),
-    ]))
-    .with_program("/bin/true");
+    let rules = Rules::new();
     assert_eq!(
-        would_enforce(&rules),
+        would_enforce(&rules.usual),
         Enforcement::Full,
         "this bench needs Landlock ABI 6+"
     );
@@ -90,15 +123,15 @@ fn spawn(c: &mut Criterion) {
     let mut group = c.benchmark_group("spawn /bin/true");
     for (name, timed_how) in [
         ("plain (baseline)", How::Plain),
-        ("thread, no domain", How::Thread),
         ("confined (landlock)", How::Confined),
+        ("confined, fresh domain", How::Fresh),
     ] {
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 runtime.block_on(async {
                     let mut timed = Duration::ZERO;
                     for _ in 0..iters {
-                        for how in [How::Plain, How::Thread, How::Confined] {
+                        for how in [How::Plain, How::Confined, How::Fresh] {
                             let took = spawn_true(how, &rules).await;
                             if how == timed_how {
                                 timed += took;
@@ -115,12 +148,12 @@ fn spawn(c: &mut Criterion) {
 
 /// Median, mean and 90th percentile of single spawns of each kind, from
 /// interleaved triples.
-fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &KernelRules) {
+fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &Rules) {
     const TRIPLES: usize = 400;
     let mut times: [Vec<Duration>; 3] = Default::default();
     runtime.block_on(async {
         for _ in 0..TRIPLES {
-            for (slot, how) in [How::Plain, How::Thread, How::Confined]
+            for (slot, how) in [How::Plain, How::Confined, How::Fresh]
                 .into_iter()
                 .enumerate()
             {
@@ -131,7 +164,7 @@ fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &KernelRul
             }
         }
     });
-    let [plain, thread, confined] = times.map(|mut times| {
+    let [plain, confined, fresh] = times.map(|mut times| {
         times.sort();
         let at = |q: usize| {
             times
@@ -145,8 +178,8 @@ fn print_single_spawn_stats(runtime: &tokio::runtime::Runtime, rules: &KernelRul
     let added = |c: Duration, p: Duration| 100.0 * (c.as_secs_f64() / p.as_secs_f64() - 1.0);
     for (name, (median, mean, p90)) in [
         ("plain", plain),
-        ("thread, no domain", thread),
         ("confined", confined),
+        ("confined, fresh domain", fresh),
     ] {
         eprintln!(
             "single spawns ({TRIPLES}, interleaved) {name}: median {median:?} ({:+.1}%), mean {mean:?} ({:+.1}%), p90 {p90:?}",

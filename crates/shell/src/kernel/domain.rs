@@ -35,10 +35,12 @@ pub(super) fn kernel_abi() -> u8 {
     )
 }
 
-/// A ruleset ready to be applied, and the ABI level whose features it holds.
+/// A ruleset ready to be applied, the ABI level whose features it holds,
+/// and when it was built (it holds `/etc` files opened then).
 pub(super) struct Domain {
     ruleset: RulesetCreated,
     level: u8,
+    built: Instant,
 }
 
 /// What the rules handle at ABI `level` (the accesses the domain denies
@@ -82,23 +84,44 @@ fn landlock_error(error: impl std::fmt::Display) -> io::Error {
 }
 
 impl Domain {
-    /// Builds the ruleset for `rules` with the features of ABI `level`
-    /// (which the kernel offers). `None` when there is nothing to restrict.
+    /// What identifies the domain `rules` need at ABI `level` (which the
+    /// kernel offers) as of now; `None` when there is nothing to restrict.
+    pub(super) fn key(rules: &KernelRules, level: u8) -> Option<Key> {
+        let handled = Handled::new(rules, level);
+        if level == 0 || handled.is_empty() {
+            return None;
+        }
+        Some(Key::new(rules, &handled, level))
+    }
+
+    /// Builds (or takes from the last second's) the ruleset `key`, made by
+    /// [`Domain::key`] from the same `rules`, identifies.
     ///
     /// Paths that do not exist or cannot be opened get no rule: what they
     /// would have granted stays denied.
-    pub(super) fn build(rules: &KernelRules, level: u8) -> io::Result<Option<Self>> {
+    pub(super) fn build(rules: &KernelRules, key: &Key) -> io::Result<Self> {
+        let level = key.level;
+        if let Some((ruleset, built)) = reuse(key) {
+            return Ok(Self {
+                ruleset,
+                level,
+                built,
+            });
+        }
         let handled = Handled::new(rules, level);
-        if level == 0 || handled.is_empty() {
-            return Ok(None);
-        }
-        let key = Key::new(rules, &handled, level);
-        if let Some(ruleset) = reuse(&key) {
-            return Ok(Some(Self { ruleset, level }));
-        }
-        let ruleset = fresh(rules, &handled, &key)?;
-        keep(key, &ruleset);
-        Ok(Some(Self { ruleset, level }))
+        let built = Instant::now();
+        let ruleset = fresh(rules, &handled, key)?;
+        keep(key.clone(), built, &ruleset);
+        Ok(Self {
+            ruleset,
+            level,
+            built,
+        })
+    }
+
+    /// When this ruleset was built: it is used until [`REUSE_FOR`] after.
+    pub(super) fn built(&self) -> Instant {
+        self.built
     }
 
     /// Restricts the calling thread (and every process it starts from now
@@ -120,7 +143,7 @@ impl Domain {
 /// different key, so a reused ruleset never grants a directory the rules no
 /// longer name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Key {
+pub(super) struct Key {
     read: Vec<(PathBuf, Option<(u64, u64)>)>,
     write: Vec<(PathBuf, Option<(u64, u64)>)>,
     program: Vec<PathBuf>,
@@ -162,23 +185,23 @@ impl Key {
 /// the `/etc` files it holds can be replaced (a reused ruleset would keep
 /// granting the old file and not the new one, which only breaks the
 /// program, never widens what it may reach).
-const REUSE_FOR: Duration = Duration::from_secs(1);
+pub(super) const REUSE_FOR: Duration = Duration::from_secs(1);
 /// How many built rulesets are kept.
-const REUSE_SLOTS: usize = 8;
+pub(super) const REUSE_SLOTS: usize = 8;
 
 static REUSED: Mutex<Vec<(Key, Instant, RulesetCreated)>> = Mutex::new(Vec::new());
 
-/// A handle on a ruleset recently built for `key`: the kernel lets one
-/// ruleset restrict any number of threads.
-fn reuse(key: &Key) -> Option<RulesetCreated> {
+/// A handle on a ruleset recently built for `key`, and when it was built:
+/// the kernel lets one ruleset restrict any number of threads.
+fn reuse(key: &Key) -> Option<(RulesetCreated, Instant)> {
     let kept = REUSED.lock().ok()?;
-    let (_, _, ruleset) = kept
+    let (_, built, ruleset) = kept
         .iter()
         .find(|(k, built, _)| k == key && built.elapsed() < REUSE_FOR)?;
-    ruleset.try_clone().ok()
+    Some((ruleset.try_clone().ok()?, *built))
 }
 
-fn keep(key: Key, ruleset: &RulesetCreated) {
+fn keep(key: Key, built: Instant, ruleset: &RulesetCreated) {
     let (Ok(mut kept), Ok(copy)) = (REUSED.lock(), ruleset.try_clone()) else {
         return;
     };
@@ -186,7 +209,7 @@ fn keep(key: Key, ruleset: &RulesetCreated) {
     if kept.len() >= REUSE_SLOTS {
         kept.remove(0);
     }
-    kept.push((key, Instant::now(), copy));
+    kept.push((key, built, copy));
 }
 
 /// Builds the ruleset for `rules` from scratch.

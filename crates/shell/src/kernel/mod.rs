@@ -108,20 +108,25 @@
 //! # How the parent stays unrestricted
 //!
 //! A Landlock domain, `no_new_privs` and capabilities belong to a thread and
-//! are inherited by the processes it creates. [`spawn_confined`] starts a
-//! short-lived thread and, while it starts, builds the ruleset (or reuses
-//! one built in the last second for the same rules, program directories and
-//! root identities — the kernel lets one ruleset restrict many threads).
-//! The thread sets `no_new_privs`, restricts *itself*, drops its
-//! capabilities if it has any, spawns the child (inside the caller's Tokio
-//! runtime) and ends. The calling thread and every other thread of the host
-//! keep their rights (tested); no `unsafe` code and no `pre_exec` hook are
-//! involved. The hand-off to that thread is most of the added cost per
+//! are inherited by the processes it creates. [`spawn_confined`] hands the
+//! command to a *confiner*: a thread of this library that set
+//! `no_new_privs`, restricted *itself* with the domain and dropped its
+//! capabilities when it started, and spawns the child inside the caller's
+//! Tokio runtime. A confiner serves every command whose rules, program
+//! directories and root identities give the same domain, for one second
+//! after its ruleset was built (then it ends, and the next command gets a
+//! fresh one: `/etc` files the ruleset holds are never more than that
+//! stale). The calling thread and every other thread of the host keep
+//! their rights (tested); no `unsafe` code and no `pre_exec` hook are
+//! involved. At most eight idle confiners wait at any time, each one
+//! thread. The hand-off to the confiner is most of the added cost per
 //! command (see `benches/kernel.rs`).
 
 mod enforcement;
 mod rules;
 
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod confiner;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod domain;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
@@ -192,6 +197,10 @@ pub fn would_enforce(rules: &KernelRules) -> Enforcement {
 /// - the spawn's own I/O error, an error building the Landlock domain, or
 ///   an error when called outside a Tokio runtime.
 ///
+/// `cmd` is left as it was, whether the spawn succeeds or not — unless the
+/// confining thread panics, which would be a bug (then `cmd` is lost and an
+/// error says so).
+///
 /// # Security
 ///
 /// Only the child and its descendants are confined; see the module docs for
@@ -207,57 +216,7 @@ pub fn spawn_confined(
     }
     #[cfg(all(feature = "landlock", target_os = "linux"))]
     if expected != Enforcement::None {
-        return spawn_in_domain(cmd, rules, level);
+        return confiner::spawn(cmd, rules, level);
     }
     cmd.spawn().map(|child| (child, Enforcement::None))
-}
-
-/// Starts a throwaway thread, builds the domain meanwhile (its start and the
-/// build overlap), and has the thread restrict itself with it, spawn `cmd`
-/// and end.
-#[cfg(all(feature = "landlock", target_os = "linux"))]
-fn spawn_in_domain(
-    cmd: &mut tokio::process::Command,
-    rules: &KernelRules,
-    level: u8,
-) -> std::io::Result<(tokio::process::Child, Enforcement)> {
-    let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
-    let require = rules.require;
-    let (send, receive) = std::sync::mpsc::sync_channel::<Option<domain::Domain>>(1);
-    std::thread::scope(|scope| {
-        let confined = std::thread::Builder::new()
-            .name("agentcaps-landlock".to_owned())
-            .spawn_scoped(scope, move || {
-                // A closed channel means the build failed: the caller
-                // reports its error and nothing is spawned.
-                let Ok(domain) = receive.recv() else {
-                    return Err(std::io::Error::other("the Landlock domain was not built"));
-                };
-                let _entered = runtime.enter();
-                let achieved = match domain {
-                    Some(domain) => domain.restrict_current_thread()?,
-                    None => Enforcement::None,
-                };
-                if require && !achieved.is_full() {
-                    return Err(KernelRefusal::new(achieved).into_io_error());
-                }
-                if achieved != Enforcement::None {
-                    privileges::drop_all_capabilities()?;
-                }
-                let child = cmd.spawn()?;
-                Ok((child, achieved))
-            })?;
-        match domain::Domain::build(rules, level) {
-            // Should the thread be gone already, joining it says why.
-            Ok(domain) => drop(send.send(domain)),
-            Err(error) => {
-                drop(send);
-                let _ = confined.join();
-                return Err(error);
-            }
-        }
-        confined
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the confining thread panicked")))
-    })
 }
