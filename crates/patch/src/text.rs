@@ -21,37 +21,30 @@ pub(crate) struct Text<'a> {
 
 impl<'a> Text<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        let mut lines = Vec::new();
+        let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
         let (mut crlf, mut lf) = (0usize, 0usize);
         let mut start = 0;
-        while start < bytes.len() {
-            let rest = bytes.get(start..).unwrap_or_default();
-            match rest.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    let nl = start + i;
-                    let content_end = if i > 0 && bytes.get(nl - 1) == Some(&b'\r') {
-                        crlf += 1;
-                        nl - 1
-                    } else {
-                        lf += 1;
-                        nl
-                    };
-                    lines.push(FileLine {
-                        start,
-                        content_end,
-                        end: nl + 1,
-                    });
-                    start = nl + 1;
-                }
-                None => {
-                    lines.push(FileLine {
-                        start,
-                        content_end: bytes.len(),
-                        end: bytes.len(),
-                    });
-                    start = bytes.len();
-                }
-            }
+        for nl in memchr::memchr_iter(b'\n', bytes) {
+            let content_end = if nl > start && bytes.get(nl - 1) == Some(&b'\r') {
+                crlf += 1;
+                nl - 1
+            } else {
+                lf += 1;
+                nl
+            };
+            lines.push(FileLine {
+                start,
+                content_end,
+                end: nl + 1,
+            });
+            start = nl + 1;
+        }
+        if start < bytes.len() {
+            lines.push(FileLine {
+                start,
+                content_end: bytes.len(),
+                end: bytes.len(),
+            });
         }
         let eol: &'static [u8] = if crlf > lf { b"\r\n" } else { b"\n" };
         Text { bytes, lines, eol }

@@ -48,8 +48,8 @@ pub struct DirEntryInfo {
     pub kind: EntryKind,
 }
 
-/// A file written beside its target, waiting for [`Beneath::commit`] or
-/// [`Beneath::discard`].
+/// A file written beside its target, waiting for [`Beneath::commit`],
+/// [`Beneath::commit_new`], [`Beneath::replace`] or [`Beneath::discard`].
 #[derive(Debug)]
 #[must_use = "a staged file stays on disk until committed or discarded"]
 pub struct Staged {
@@ -63,6 +63,11 @@ impl Staged {
     /// The real location the staged file will replace.
     pub fn target(&self) -> &Path {
         &self.target
+    }
+
+    /// The temporary file's name (in the target's directory).
+    pub fn temp_name(&self) -> &OsStr {
+        &self.temp
     }
 }
 
@@ -114,6 +119,31 @@ impl std::fmt::Debug for Beneath {
     }
 }
 
+/// A file moved out of its place and kept under a temporary name beside
+/// it (in the same directory, by the same handle), so that a transaction
+/// can put it back exactly — content, mode, owner, links — with one rename,
+/// which needs no space on the disk. Made by [`Beneath::replace`] and
+/// [`Beneath::set_aside`]; [`Beneath::restore`] puts it back and
+/// [`Beneath::release`] removes it for good.
+#[derive(Debug)]
+#[must_use = "a file set aside stays on disk under a temporary name until restored or released"]
+pub struct SetAside {
+    dir: OwnedFd,
+    temp: OsString,
+    name: OsString,
+    target: PathBuf,
+    /// Whether its place holds a replacement (after [`Beneath::replace`]),
+    /// which restoring replaces in turn.
+    replaced: bool,
+}
+
+impl SetAside {
+    /// Where the file was (and goes back to).
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+}
+
 /// A checked target: which root handle, and the path below it.
 struct Target {
     spelling: String,
@@ -124,6 +154,37 @@ struct Target {
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// How many names [`create_temp`] tries before giving up.
+const TEMP_TRIES: usize = 64;
+
+/// Creates a new temporary file in `dir` (`O_EXCL`, never following a
+/// link), named `.agentcaps-PID-N.tmp`. The process id is read once: a
+/// forked child shares it and the counter, so a name already taken is not
+/// an error but a reason to take the next one.
+fn create_temp(dir: &OwnedFd, mode: Mode) -> Result<(OsString, OwnedFd), Errno> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    with_temp_name(|temp| rustix::fs::openat(dir, temp, flags, mode))
+}
+
+/// Calls `take` with fresh temporary names until one is not taken yet
+/// (`EEXIST`), at most [`TEMP_TRIES`] times.
+fn with_temp_name<T>(
+    mut take: impl FnMut(&OsStr) -> Result<T, Errno>,
+) -> Result<(OsString, T), Errno> {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let pid = *PID.get_or_init(std::process::id);
+    let mut tries = 0;
+    loop {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = OsString::from(format!(".agentcaps-{pid}-{n}.tmp"));
+        match take(&temp) {
+            Ok(taken) => return Ok((temp, taken)),
+            Err(Errno::EXIST) if tries + 1 < TEMP_TRIES => tries += 1,
+            Err(errno) => return Err(errno),
+        }
+    }
+}
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH
     .union(ResolveFlags::NO_MAGICLINKS)
@@ -267,17 +328,35 @@ impl Beneath {
     /// [`PathError::Changed`] when a link appeared on the way or the target
     /// is not a regular file, or I/O.
     pub fn open_read(&self, base: &Path, spelling: &str) -> Result<std::fs::File, PathError> {
+        let (file, _) = self.open_regular(base, spelling, true)?;
+        Ok(file)
+    }
+
+    /// Opens a regular file for reading, and says how long it is.
+    ///
+    /// The open is non-blocking, so that a FIFO put in the file's place
+    /// cannot hang it. On a regular file the flag changes nothing (Linux
+    /// ignores it there); with `blocking` it is cleared anyway, for handles
+    /// given out to callers.
+    fn open_regular(
+        &self,
+        base: &Path,
+        spelling: &str,
+        blocking: bool,
+    ) -> Result<(std::fs::File, u64), PathError> {
         let target = self.target(base, spelling, Access::Read, Follow::Last)?;
         let fd = self.open_at(&target, &target.relative, OFlags::RDONLY | OFlags::NONBLOCK)?;
         let stat = rustix::fs::fstat(&fd).map_err(|e| errno_io("fstat", &target.location, e))?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(self.changed(spelling, &target.location, "it is not a regular file"));
         }
-        let flags =
-            rustix::fs::fcntl_getfl(&fd).map_err(|e| errno_io("fcntl", &target.location, e))?;
-        rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)
-            .map_err(|e| errno_io("fcntl", &target.location, e))?;
-        Ok(std::fs::File::from(fd))
+        if blocking {
+            let flags =
+                rustix::fs::fcntl_getfl(&fd).map_err(|e| errno_io("fcntl", &target.location, e))?;
+            rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)
+                .map_err(|e| errno_io("fcntl", &target.location, e))?;
+        }
+        Ok((std::fs::File::from(fd), non_negative(stat.st_size)))
     }
 
     /// Read a whole file of at most `max_bytes` bytes.
@@ -286,25 +365,28 @@ impl Beneath {
     ///
     /// As [`Beneath::open_read`], and [`PathError::TooLarge`].
     pub fn read(&self, base: &Path, spelling: &str, max_bytes: u64) -> Result<Vec<u8>, PathError> {
-        let file = self.open_read(base, spelling)?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let (file, len) = self.open_regular(base, spelling, false)?;
+        let too_large = |len| PathError::TooLarge {
+            spelling: spelling.to_owned(),
+            len,
+            limit: max_bytes,
+        };
         if len > max_bytes {
-            return Err(PathError::TooLarge {
-                spelling: spelling.to_owned(),
-                len,
-                limit: max_bytes,
-            });
+            return Err(too_large(len));
         }
+        // Room for the whole file and one byte more, so that a file of the
+        // size `fstat` gave is read in one call and the end seen in the
+        // next; a file that grows meanwhile is still bounded by the limit.
+        let hint = usize::try_from(len.saturating_add(1)).unwrap_or(usize::MAX);
         let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(hint)
+            .map_err(|e| PathError::io("read", spelling, std::io::Error::other(e)))?;
         file.take(max_bytes.saturating_add(1))
             .read_to_end(&mut bytes)
             .map_err(|e| PathError::io("read", spelling, e))?;
         if bytes.len() as u64 > max_bytes {
-            return Err(PathError::TooLarge {
-                spelling: spelling.to_owned(),
-                len: bytes.len() as u64,
-                limit: max_bytes,
-            });
+            return Err(too_large(bytes.len() as u64));
         }
         Ok(bytes)
     }
@@ -417,18 +499,8 @@ impl Beneath {
             .map_or(Mode::from_bits_truncate(0o644), |st| {
                 Mode::from_bits_truncate(st.st_mode & 0o777)
             });
-        let temp = OsString::from(format!(
-            ".agentcaps-{}-{}.tmp",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let fd = rustix::fs::openat(
-            &dir,
-            temp.as_os_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            mode,
-        )
-        .map_err(|e| errno_io("create", &target.location, e))?;
+        let (temp, fd) =
+            create_temp(&dir, mode).map_err(|e| errno_io("create", &target.location, e))?;
         let mut file = std::fs::File::from(fd);
         let written = file.write_all(bytes).and_then(|()| {
             if self.durable {
@@ -662,6 +734,159 @@ impl Beneath {
         self.put_in_place(staged, RenameFlags::empty(), &spelling)
     }
 
+    /// Rename a staged file to its target's name, refusing to replace
+    /// anything that appeared there since.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::AlreadyExists`], or I/O (the temporary file is removed).
+    pub fn commit_new(&self, staged: Staged) -> Result<(), PathError> {
+        let spelling = staged.target.display().to_string();
+        self.put_in_place(staged, RenameFlags::NOREPLACE, &spelling)
+    }
+
+    /// Put a staged file in place of the file at its target, and keep the
+    /// replaced file aside (the two are exchanged, atomically) for
+    /// [`Beneath::restore`] or [`Beneath::release`].
+    ///
+    /// `Ok(None)` where the file system cannot exchange two names: the
+    /// staged file was renamed over the old one, which is gone.
+    ///
+    /// # Errors
+    ///
+    /// I/O, [`PathError::Changed`] when a directory took the file's place
+    /// (it is put back); the temporary file is removed either way.
+    pub fn replace(&self, staged: Staged) -> Result<Option<SetAside>, PathError> {
+        let exchanged = rustix::fs::renameat_with(
+            &staged.dir,
+            staged.temp.as_os_str(),
+            &staged.dir,
+            staged.name.as_os_str(),
+            RenameFlags::EXCHANGE,
+        );
+        match exchanged {
+            Ok(()) => {}
+            // No exchange here (old kernel, or a file system without it).
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                self.commit(staged)?;
+                return Ok(None);
+            }
+            Err(errno) => {
+                let _ =
+                    rustix::fs::unlinkat(&staged.dir, staged.temp.as_os_str(), AtFlags::empty());
+                return Err(errno_io("rename", &staged.target, errno));
+            }
+        }
+        let Staged {
+            dir,
+            temp,
+            name,
+            target,
+        } = staged;
+        let aside = SetAside {
+            dir,
+            temp,
+            name,
+            target,
+            replaced: true,
+        };
+        // Exchanging also swaps a directory out: swap back, drop the staged
+        // file, and refuse.
+        if is_directory(&aside.dir, &aside.temp) {
+            let back = rustix::fs::renameat_with(
+                &aside.dir,
+                aside.temp.as_os_str(),
+                &aside.dir,
+                aside.name.as_os_str(),
+                RenameFlags::EXCHANGE,
+            );
+            if back.is_ok() {
+                let _ = rustix::fs::unlinkat(&aside.dir, aside.temp.as_os_str(), AtFlags::empty());
+            }
+            let location = aside.target;
+            return Err(self.changed(
+                &location.display().to_string(),
+                &location,
+                "it is a directory",
+            ));
+        }
+        self.sync_dir(&aside.dir, &aside.target)?;
+        Ok(Some(aside))
+    }
+
+    /// Move the file (or link, never its target) at the path aside, under
+    /// a temporary name in the same directory: gone from its place, and
+    /// restorable by [`Beneath::restore`] until [`Beneath::release`].
+    ///
+    /// # Errors
+    ///
+    /// A refusal for [`Access::Write`], [`PathError::Changed`] for a
+    /// directory (left in place), or I/O.
+    pub fn set_aside(&self, base: &Path, spelling: &str) -> Result<SetAside, PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
+        let (dir, name) = self.parent(&target)?;
+        let (temp, ()) = with_temp_name(|temp| {
+            rustix::fs::renameat_with(&dir, name.as_os_str(), &dir, temp, RenameFlags::NOREPLACE)
+        })
+        .map_err(|e| errno_io("rename", &target.location, e))?;
+        let aside = SetAside {
+            dir,
+            temp,
+            name,
+            target: target.location,
+            replaced: false,
+        };
+        if is_directory(&aside.dir, &aside.temp) {
+            let location = aside.target.clone();
+            self.restore(aside)?;
+            return Err(self.changed(spelling, &location, "it is a directory"));
+        }
+        self.sync_dir(&aside.dir, &aside.target)?;
+        Ok(aside)
+    }
+
+    /// Put a file set aside back in its place: over the replacement after
+    /// [`Beneath::replace`]; after [`Beneath::set_aside`], only if nothing
+    /// has taken the place since.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::AlreadyExists`], or I/O (the file stays aside, under
+    /// its temporary name).
+    pub fn restore(&self, aside: SetAside) -> Result<(), PathError> {
+        let flags = if aside.replaced {
+            RenameFlags::empty()
+        } else {
+            RenameFlags::NOREPLACE
+        };
+        rustix::fs::renameat_with(
+            &aside.dir,
+            aside.temp.as_os_str(),
+            &aside.dir,
+            aside.name.as_os_str(),
+            flags,
+        )
+        .map_err(|errno| match errno {
+            Errno::EXIST => PathError::AlreadyExists {
+                spelling: aside.target.display().to_string(),
+                location: aside.target.clone(),
+            },
+            other => errno_io("rename", &aside.target, other),
+        })?;
+        self.sync_dir(&aside.dir, &aside.target)
+    }
+
+    /// Remove a file set aside, for good.
+    ///
+    /// # Errors
+    ///
+    /// I/O (the file stays under its temporary name).
+    pub fn release(&self, aside: SetAside) -> Result<(), PathError> {
+        rustix::fs::unlinkat(&aside.dir, aside.temp.as_os_str(), AtFlags::empty())
+            .map_err(|e| errno_io("remove", &aside.target, e))?;
+        self.sync_dir(&aside.dir, &aside.target)
+    }
+
     /// Remove a staged file.
     ///
     /// # Errors
@@ -706,6 +931,12 @@ fn walk_open(dir: BorrowedFd<'_>, path: &Path, flags: OFlags) -> Result<OwnedFd,
         Some(fd) => rustix::fs::openat(fd, *last, flags, Mode::empty()),
         None => rustix::fs::openat(dir, *last, flags, Mode::empty()),
     }
+}
+
+/// Whether `name` in `dir` is a directory (not following a link).
+fn is_directory(dir: &OwnedFd, name: &OsStr) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
 }
 
 /// A platform integer as `u64` (negative or too large: 0).

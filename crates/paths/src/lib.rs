@@ -67,7 +67,7 @@ mod rules;
 mod sim_fs;
 mod spelling;
 
-pub use beneath::{Beneath, DirEntryInfo, EntryInfo, Staged, WriteMode};
+pub use beneath::{Beneath, DirEntryInfo, EntryInfo, SetAside, Staged, WriteMode};
 pub use config::{Access, CaseInsensitive, PathPolicyConfig, RootAccess, WindowsAliases};
 pub use error::{NotPortable, PathError, Reading, Unjudgeable};
 pub use fs::{EntryKind, FileSystem, Probe};

@@ -291,6 +291,149 @@ fn staged_files_commit_atomically_or_vanish() {
 }
 
 #[test]
+fn replace_keeps_the_old_file_aside_and_restores_it_exactly() {
+    let f = fixture();
+    let path = f.root.join("a.txt");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
+    let inode = std::fs::metadata(&path).unwrap().ino();
+    let staged = f.files.stage(&f.root, "a.txt", b"new content").unwrap();
+    let aside = f
+        .files
+        .replace(staged)
+        .unwrap()
+        .expect("this file system exchanges names");
+    assert_eq!(aside.target(), path);
+    assert_eq!(std::fs::read(&path).unwrap(), b"new content");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().mode() & 0o777,
+        0o751,
+        "the replacement takes the old file's mode"
+    );
+    // Undo: the very same inode is back, mode and all, and nothing is left.
+    f.files.restore(aside).unwrap();
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"inside");
+    assert_eq!((meta.ino(), meta.mode() & 0o777), (inode, 0o751));
+    assert_no_temp_files(&f.root);
+
+    // Done: the old file is released, the new content stays.
+    let staged = f.files.stage(&f.root, "a.txt", b"final").unwrap();
+    let aside = f.files.replace(staged).unwrap().expect("exchange");
+    f.files.release(aside).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"final");
+    assert_no_temp_files(&f.root);
+}
+
+#[test]
+fn replace_refuses_a_directory_swapped_in_and_leaves_it_where_it_was() {
+    let f = fixture();
+    let staged = f.files.stage(&f.root, "a.txt", b"new").unwrap();
+    // Between staging and committing, a directory takes the file's place.
+    std::fs::remove_file(f.root.join("a.txt")).unwrap();
+    std::fs::create_dir(f.root.join("a.txt")).unwrap();
+    std::fs::write(f.root.join("a.txt/inner"), b"kept").unwrap();
+    let err = f.files.replace(staged).unwrap_err();
+    assert!(matches!(err, PathError::Changed { .. }), "{err}");
+    assert_eq!(std::fs::read(f.root.join("a.txt/inner")).unwrap(), b"kept");
+    assert_no_temp_files(&f.root);
+}
+
+#[test]
+fn replace_of_a_vanished_file_fails_and_leaves_nothing() {
+    let f = fixture();
+    let staged = f.files.stage(&f.root, "a.txt", b"new").unwrap();
+    std::fs::remove_file(f.root.join("a.txt")).unwrap();
+    assert!(f.files.replace(staged).is_err());
+    assert!(!f.root.join("a.txt").exists());
+    assert_no_temp_files(&f.root);
+}
+
+#[test]
+fn commit_new_refuses_a_file_that_appeared_since_staging() {
+    let f = fixture();
+    let staged = f.files.stage(&f.root, "sub/new.txt", b"mine").unwrap();
+    std::fs::write(f.root.join("sub/new.txt"), b"theirs").unwrap();
+    let err = f.files.commit_new(staged).unwrap_err();
+    assert!(matches!(err, PathError::AlreadyExists { .. }), "{err}");
+    assert_eq!(
+        std::fs::read(f.root.join("sub/new.txt")).unwrap(),
+        b"theirs"
+    );
+    assert_no_temp_files(&f.root.join("sub"));
+
+    let staged = f.files.stage(&f.root, "sub/other.txt", b"mine").unwrap();
+    f.files.commit_new(staged).unwrap();
+    assert_eq!(
+        std::fs::read(f.root.join("sub/other.txt")).unwrap(),
+        b"mine"
+    );
+}
+
+#[test]
+fn set_aside_removes_a_file_restorably_and_never_follows_a_link() {
+    let f = fixture();
+    let path = f.root.join("a.txt");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let aside = f.files.set_aside(&f.root, "a.txt").unwrap();
+    assert!(!path.exists());
+    f.files.restore(aside).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"inside");
+    assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o700);
+
+    // A link is set aside itself; its target outside is untouched.
+    let aside = f.files.set_aside(&f.root, "out").unwrap();
+    f.files.release(aside).unwrap();
+    assert!(std::fs::symlink_metadata(f.root.join("out")).is_err());
+    assert_eq!(std::fs::read(f.outside.join("secret")).unwrap(), b"SECRET");
+
+    // Restoring never replaces what took the place meanwhile.
+    let aside = f.files.set_aside(&f.root, "a.txt").unwrap();
+    std::fs::write(&path, b"newcomer").unwrap();
+    let err = f.files.restore(aside).unwrap_err();
+    assert!(matches!(err, PathError::AlreadyExists { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"newcomer");
+    assert_no_temp_files(&f.root.join("sub"));
+}
+
+#[test]
+fn set_aside_refuses_directories_and_what_the_policy_refuses() {
+    let f = fixture();
+    let err = f.files.set_aside(&f.root, "sub").unwrap_err();
+    assert!(matches!(err, PathError::Changed { .. }), "{err}");
+    assert!(f.root.join("sub").is_dir());
+    assert_no_temp_files(&f.root);
+    let err = f.files.set_aside(&f.root, "out/secret").unwrap_err();
+    assert!(err.is_refusal(), "{err}");
+    assert!(f.outside.join("secret").exists());
+}
+
+#[test]
+fn a_taken_temporary_name_is_skipped_not_clobbered() {
+    let f = fixture();
+    // Take the next names this process would use for temporary files.
+    let probe = f.files.stage(&f.root, "sub/probe.txt", b"p").unwrap();
+    let name = probe.temp_name().to_string_lossy().into_owned();
+    f.files.discard(probe).unwrap();
+    let (stem, n) = name
+        .trim_end_matches(".tmp")
+        .rsplit_once('-')
+        .expect("a counter in the temporary name");
+    let n: u64 = n.parse().unwrap();
+    let squatted: Vec<PathBuf> = (n + 1..n + 9)
+        .map(|k| f.root.join(format!("sub/{stem}-{k}.tmp")))
+        .collect();
+    for path in &squatted {
+        std::fs::write(path, b"squatter").unwrap();
+    }
+    let staged = f.files.stage(&f.root, "sub/new.txt", b"mine").unwrap();
+    f.files.commit_new(staged).unwrap();
+    assert_eq!(std::fs::read(f.root.join("sub/new.txt")).unwrap(), b"mine");
+    for path in &squatted {
+        assert_eq!(std::fs::read(path).unwrap(), b"squatter");
+    }
+}
+
+#[test]
 fn durable_writes_work() {
     let mut f = fixture();
     f.files.set_durable(true);
