@@ -28,9 +28,10 @@ pub struct PatchPolicyConfig {
     /// (reported per hunk). Off by default.
     pub lenient: bool,
     /// `fsync` every written file and its directory before reporting
-    /// success. Off by default: a crash right after a patch may then lose it
-    /// (but never leaves a half-written file, since files are renamed into
-    /// place).
+    /// success. Off by default: a crash or power loss soon after a patch
+    /// may then lose it, and on some file systems leave the files it wrote
+    /// empty (as with `git apply`); the process itself never leaves a
+    /// half-written file, since files are renamed into place.
     pub durable: bool,
 }
 

@@ -5,8 +5,10 @@
 //! [`agentcaps_paths::PathPolicy`] **against the tree as the patch would
 //! leave it**, applies every hunk in memory, and only then writes: each new
 //! content is staged beside its target beneath the root's directory handle
-//! and renamed into place, and anything already renamed is rolled back if a
-//! later step fails. No `.orig`/`.rej` files, ever.
+//! and exchanged with the file it replaces (which is kept aside until the
+//! whole patch is in place), and anything already done is undone if a later
+//! step fails — replaced and deleted files come back as the very same
+//! files. No `.orig`/`.rej` files, ever.
 //!
 //! ```
 //! use agentcaps_patch::{ApplyOptions, Patch, PatchPolicyConfig, Patcher};
@@ -53,9 +55,13 @@
 //!
 //! Hard links cannot be seen by a path check (SPEC §1.1), but a patched
 //! file is replaced by rename, so a hard-linked inode elsewhere is never
-//! written. Between planning and renaming, another process could create a
-//! file where the patch creates one; the rename then replaces it.
-//! Directories emptied by deletions are left in place.
+//! written. A file another process creates where the patch creates one,
+//! between planning and renaming, is not replaced: the patch fails and is
+//! undone. Other concurrent changes to the files a patch touches (an edit
+//! between reading and replacing) are not detected. Directories emptied by
+//! deletions are left in place. Without
+//! [`durable`](PatchPolicyConfig::durable), a crash or power loss soon
+//! after a patch can leave the files it wrote empty on some file systems.
 #![forbid(unsafe_code)]
 
 mod config;
@@ -240,16 +246,18 @@ impl Patcher {
             config: &self.config,
         };
         let plan = plan::plan(patch, &ctx, options.strip)?;
+        let mut left_over = Vec::new();
         if !options.dry_run {
             let mut store = transaction::BeneathStore {
                 beneath: &beneath,
                 base: &base,
             };
-            transaction::execute(&mut store, &plan)?;
+            left_over = transaction::execute(&mut store, &plan)?;
         }
         Ok(ApplyReport {
             dry_run: options.dry_run,
             files: plan.files.into_iter().map(|f| f.report).collect(),
+            left_over,
         })
     }
 }

@@ -16,13 +16,13 @@ use crate::report::{FileAction, FileReport};
 
 type Result<T> = std::result::Result<T, PatchError>;
 
-/// One file's planned change, with what is needed to undo it.
+/// One file's planned change. Old contents are not kept: undoing renames
+/// the old files back (see the transaction).
 #[derive(Debug)]
 pub(crate) struct Planned {
     pub(crate) op: Operation,
-    /// Content before the patch (update, delete, move source).
-    pub(crate) original: Option<Vec<u8>>,
-    /// Content after the patch (create, update, move target).
+    /// Content after the patch: for a creation, an update, and a move
+    /// that changes the content (`None` for a move that does not).
     pub(crate) content: Option<Vec<u8>>,
     pub(crate) report: FileReport,
 }
@@ -401,7 +401,6 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
                 };
                 Planned {
                     op: op.clone(),
-                    original: None,
                     content: Some(content),
                     report,
                 }
@@ -426,10 +425,12 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
                     action,
                     hunks,
                 };
+                // A move that keeps the content is a rename alone.
+                let unchanged = matches!(op, Operation::Move(..)) && content == original;
+                // `original` is dropped here: its memory serves the next file.
                 Planned {
                     op: op.clone(),
-                    original: Some(original),
-                    content: Some(content),
+                    content: (!unchanged).then_some(content),
                     report,
                 }
             }
@@ -463,7 +464,6 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
                 };
                 Planned {
                     op: op.clone(),
-                    original: Some(original),
                     content: None,
                     report,
                 }

@@ -11,6 +11,12 @@ pub struct ApplyReport {
     pub dry_run: bool,
     /// Per file, in patch order.
     pub files: Vec<FileReport>,
+    /// Replaced or deleted files that were kept aside under a temporary
+    /// name while the patch was put in place, and could not be removed
+    /// afterwards. The patch is applied; these are left for the user to
+    /// remove. Normally empty (and then not serialised).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_over: Vec<String>,
 }
 
 /// What happened to one file.

@@ -1,24 +1,37 @@
-//! Committing a plan atomically: stage everything, rename into place, and
+//! Committing a plan atomically: stage everything, put it in place, and
 //! undo what was done if anything fails.
 //!
 //! 1. Create the directories new files need (parents first).
-//! 2. Stage every new content as a temporary file beside its target. A
-//!    failure here discards every staged file: the tree is untouched.
-//! 3. Rename each staged file over its target, rename moved files (a move's
-//!    new content is first written at its old name, so the file keeps its
-//!    mode; the rename refuses to replace a file that appeared meanwhile),
-//!    and remove deleted files, in patch order. A failure here discards what is still staged and undoes
-//!    what was done, newest first: a replaced file gets its old content back
-//!    (staged and renamed again), a moved file is renamed back, a created
-//!    file is removed, a removed file is written back (with the default
-//!    mode: a deleted executable restored by a rollback loses its `x` bit). Directories created in step 1 are removed.
+//! 2. Stage every new content as a temporary file beside its target (on
+//!    several threads for large patches). A failure here discards every
+//!    staged file: the tree is untouched.
+//! 3. In patch order: exchange each staged file with the file it replaces
+//!    (which stays beside it under a temporary name), rename each created
+//!    file into place (refusing a file that appeared there meanwhile),
+//!    rename moved files (a move's new content is first put at its old
+//!    name, so the file keeps its mode; the rename refuses to replace a
+//!    file), and move each deleted file aside under a temporary name.
+//!    A failure here discards what is still staged and undoes what was
+//!    done, newest first: each replaced or deleted file is renamed back —
+//!    the very same file, content, mode and links, and no disk space
+//!    needed — a moved file is renamed back, a created file is removed.
+//!    Directories created in step 1 are removed.
+//! 4. Once everything is in place, the replaced and deleted files kept
+//!    aside are removed. One that cannot be is reported, never hidden.
+//!
+//! Where the file system cannot exchange two names, the replaced file is
+//! kept by a hard link instead, or else as a copy in memory (see
+//! [`Beneath::replace`]). The plan itself holds no old content: each is
+//! dropped once its new content is computed.
 //!
 //! No `.orig` or `.rej` file is ever written. The file operations go through
 //! the [`Store`] seam, so tests can make the k-th of them fail.
 
 use std::path::Path;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentcaps_paths::{Beneath, PathError, Staged};
+use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
 
 use crate::error::PatchError;
 use crate::model::Operation;
@@ -27,12 +40,23 @@ use crate::plan::Plan;
 type Result<T> = std::result::Result<T, PatchError>;
 
 /// The file operations a transaction needs, on relative spellings.
-pub(crate) trait Store {
+/// Staging, discarding and releasing take `&self`: they run on several
+/// threads for large patches.
+pub(crate) trait Store: Sync {
     /// A staged file.
-    type Staged;
-    fn stage(&mut self, path: &str, bytes: &[u8]) -> Result<Self::Staged>;
-    fn commit(&mut self, path: &str, staged: Self::Staged) -> Result<()>;
-    fn discard(&mut self, path: &str, staged: Self::Staged) -> Result<()>;
+    type Staged: Send;
+    /// A file kept aside (replaced or deleted), until restored or released.
+    type Aside: Send;
+    fn stage(&self, path: &str, bytes: &[u8]) -> Result<Self::Staged>;
+    fn discard(&self, path: &str, staged: Self::Staged) -> Result<()>;
+    /// Puts `staged` in place of the existing file, which is kept aside.
+    fn replace(&mut self, path: &str, staged: Self::Staged) -> Result<Self::Aside>;
+    /// Puts `staged` at `path`, where nothing may be.
+    fn create(&mut self, path: &str, staged: Self::Staged) -> Result<()>;
+    /// Moves the file at `path` aside.
+    fn set_aside(&mut self, path: &str) -> Result<Self::Aside>;
+    fn restore(&mut self, path: &str, aside: Self::Aside) -> Result<()>;
+    fn release(&self, path: &str, aside: Self::Aside) -> Result<()>;
     fn remove_file(&mut self, path: &str) -> Result<()>;
     fn rename(&mut self, from: &str, to: &str) -> Result<()>;
     fn create_dir(&mut self, path: &str) -> Result<()>;
@@ -58,16 +82,33 @@ fn wrap(op: &'static str, path: &str) -> impl FnOnce(PathError) -> PatchError {
 
 impl Store for BeneathStore<'_> {
     type Staged = Staged;
-    fn stage(&mut self, path: &str, bytes: &[u8]) -> Result<Staged> {
+    type Aside = SetAside;
+    fn stage(&self, path: &str, bytes: &[u8]) -> Result<Staged> {
         self.beneath
             .stage(self.base, path, bytes)
             .map_err(wrap("stage", path))
     }
-    fn commit(&mut self, path: &str, staged: Staged) -> Result<()> {
-        self.beneath.commit(staged).map_err(wrap("rename", path))
-    }
-    fn discard(&mut self, path: &str, staged: Staged) -> Result<()> {
+    fn discard(&self, path: &str, staged: Staged) -> Result<()> {
         self.beneath.discard(staged).map_err(wrap("discard", path))
+    }
+    fn replace(&mut self, path: &str, staged: Staged) -> Result<SetAside> {
+        self.beneath.replace(staged).map_err(wrap("rename", path))
+    }
+    fn create(&mut self, path: &str, staged: Staged) -> Result<()> {
+        self.beneath
+            .commit_new(staged)
+            .map_err(wrap("rename", path))
+    }
+    fn set_aside(&mut self, path: &str) -> Result<SetAside> {
+        self.beneath
+            .set_aside(self.base, path)
+            .map_err(wrap("remove", path))
+    }
+    fn restore(&mut self, path: &str, aside: SetAside) -> Result<()> {
+        self.beneath.restore(aside).map_err(wrap("restore", path))
+    }
+    fn release(&self, path: &str, aside: SetAside) -> Result<()> {
+        self.beneath.release(aside).map_err(wrap("remove", path))
     }
     fn remove_file(&mut self, path: &str) -> Result<()> {
         self.beneath
@@ -93,32 +134,119 @@ impl Store for BeneathStore<'_> {
 
 /// One step of the commit phase.
 enum Step<'p> {
-    /// Rename the staged content (index into the staged list) over `path`;
-    /// `original` is what to put back (`None`: the file did not exist).
+    /// Put the staged content (index into the staged list) at `path`, in
+    /// place of the file there (`replaces`) or where nothing is.
     Write {
         path: &'p str,
         staged: usize,
-        original: Option<&'p [u8]>,
+        replaces: bool,
     },
-    /// Remove `path`, whose content was `original`.
-    Remove { path: &'p str, original: &'p [u8] },
+    /// Move the file at `path` aside (a deletion).
+    Remove { path: &'p str },
     /// Rename `from` to `to` (refused if `to` exists by then).
     Rename { from: &'p str, to: &'p str },
 }
 
-/// Writes `bytes` at `path` through stage + commit (used to undo).
-fn put<S: Store>(store: &mut S, path: &str, bytes: &[u8]) -> Result<()> {
-    let staged = store.stage(path, bytes)?;
-    store.commit(path, staged)
+/// What a step did, for undoing it.
+enum Done<'p, A> {
+    /// A file replaced, kept aside.
+    Replaced {
+        path: &'p str,
+        aside: A,
+    },
+    Created {
+        path: &'p str,
+    },
+    Removed {
+        path: &'p str,
+        aside: A,
+    },
+    Renamed {
+        from: &'p str,
+        to: &'p str,
+    },
 }
 
-/// Applies `plan` through `store`, all or nothing.
+/// From this many files on, staging and releasing run on several threads.
+const PARALLEL_FROM: usize = 16;
+/// At most this many threads stage or release.
+const MAX_THREADS: usize = 4;
+
+/// How many threads to stage or release `count` files with.
+fn threads_for(count: usize) -> usize {
+    static AVAILABLE: OnceLock<usize> = OnceLock::new();
+    if count < PARALLEL_FROM {
+        return 1;
+    }
+    let available = *AVAILABLE.get_or_init(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    available.clamp(1, MAX_THREADS)
+}
+
+/// Runs `work` on every item, in contiguous chunks on up to
+/// [`threads_for`] threads (one of them the caller's), and returns the
+/// results in order. Once `work` fails (`stop` says so), later items not
+/// yet started are skipped (`None`).
+fn in_parallel<T: Send, R: Send>(
+    items: Vec<T>,
+    stop: impl Fn(&R) -> bool + Sync,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<Option<R>> {
+    let threads = threads_for(items.len());
+    let failed = AtomicBool::new(false);
+    let run = |chunk: Vec<T>| -> Vec<Option<R>> {
+        chunk
+            .into_iter()
+            .map(|item| {
+                if failed.load(Ordering::Relaxed) {
+                    return None;
+                }
+                let result = work(item);
+                if stop(&result) {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                Some(result)
+            })
+            .collect()
+    };
+    if threads <= 1 {
+        return run(items);
+    }
+    let per = items.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let mut items = items.into_iter();
+    loop {
+        let chunk: Vec<T> = items.by_ref().take(per).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        chunks.push(chunk);
+    }
+    let mut chunks = chunks.into_iter();
+    let first = chunks.next().unwrap_or_default();
+    std::thread::scope(|scope| {
+        let others: Vec<_> = chunks.map(|chunk| scope.spawn(|| run(chunk))).collect();
+        let mut results = run(first);
+        for other in others {
+            match other.join() {
+                Ok(more) => results.extend(more),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        results
+    })
+}
+
+/// Applies `plan` through `store`, all or nothing. Returns the temporary
+/// names of replaced or deleted files that could not be removed once
+/// everything was in place (normally none).
 ///
 /// # Errors
 ///
 /// The first failure, after everything done was undone; or
 /// [`PatchError::RollbackFailed`] when undoing failed too.
-pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<()> {
+pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<Vec<String>> {
     // 1. Directories.
     let mut made_dirs: Vec<&str> = Vec::new();
     for dir in &plan.new_dirs {
@@ -131,85 +259,124 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<()> {
 
     // 2. Stage.
     let mut steps = Vec::new();
-    let mut staged: Vec<Option<(&str, S::Staged)>> = Vec::new();
+    let mut writes: Vec<(&str, &[u8])> = Vec::new();
     for planned in &plan.files {
         // A move's new content is written at its old name first (so the file
         // keeps its mode), then the file is renamed.
-        let writes: Option<(&str, Option<&[u8]>)> = match &planned.op {
-            Operation::Create(p) => Some((p, None)),
-            Operation::Update(p) => Some((p, planned.original.as_deref())),
-            Operation::Move(from, _) if planned.content != planned.original => {
-                Some((from, planned.original.as_deref()))
-            }
-            Operation::Move(..) | Operation::Delete(_) => None,
+        // (A move whose content does not change has none planned.)
+        let target: Option<(&str, bool)> = match &planned.op {
+            Operation::Create(p) => Some((p, false)),
+            Operation::Update(p) | Operation::Move(p, _) => Some((p, true)),
+            Operation::Delete(_) => None,
         };
-        if let (Some((path, original)), Some(content)) = (writes, planned.content.as_deref()) {
-            match store.stage(path, content) {
-                Ok(s) => staged.push(Some((path, s))),
-                Err(e) => {
-                    let mut failed = discard_all(store, &mut staged);
-                    failed.extend(remove_dirs(store, &made_dirs));
-                    return Err(outcome(e, failed));
-                }
-            }
+        if let (Some((path, replaces)), Some(content)) = (target, planned.content.as_deref()) {
             steps.push(Step::Write {
                 path,
-                staged: staged.len() - 1,
-                original,
+                staged: writes.len(),
+                replaces,
             });
+            writes.push((path, content));
         }
-        match (&planned.op, planned.original.as_deref()) {
-            (Operation::Delete(p), Some(original)) => {
-                steps.push(Step::Remove { path: p, original })
-            }
-            (Operation::Move(from, to), _) => steps.push(Step::Rename { from, to }),
+        match &planned.op {
+            Operation::Delete(p) => steps.push(Step::Remove { path: p }),
+            Operation::Move(from, to) => steps.push(Step::Rename { from, to }),
             _ => {}
         }
     }
-
-    // 3. Commit, undoing on failure.
-    let mut done: Vec<&Step<'_>> = Vec::new();
-    for step in &steps {
-        let result = match step {
-            Step::Write {
-                path, staged: i, ..
-            } => match staged.get_mut(*i).and_then(Option::take) {
-                Some((_, s)) => store.commit(path, s),
-                None => Ok(()),
-            },
-            Step::Remove { path, .. } => store.remove_file(path),
-            Step::Rename { from, to } => store.rename(from, to),
-        };
-        if let Err(e) = result {
-            let mut failed = discard_all(store, &mut staged);
-            for step in done.iter().rev() {
-                let undone = match step {
-                    Step::Write {
-                        path,
-                        original: Some(original),
-                        ..
-                    } => put(store, path, original).err().map(|_| *path),
-                    Step::Write {
-                        path,
-                        original: None,
-                        ..
-                    } => store.remove_file(path).err().map(|_| *path),
-                    Step::Rename { from, to } => store.rename(to, from).err().map(|_| *to),
-                    Step::Remove { path, original } => {
-                        put(store, path, original).err().map(|_| *path)
-                    }
-                };
-                failed.extend(undone.map(str::to_owned));
+    let shared: &S = store;
+    let results = in_parallel(writes, Result::is_err, |(path, bytes)| {
+        shared.stage(path, bytes).map(|s| (path, s))
+    });
+    let mut staged: Vec<Option<(&str, S::Staged)>> = Vec::with_capacity(results.len());
+    let mut first_error = None;
+    for result in results {
+        match result {
+            Some(Ok(s)) => staged.push(Some(s)),
+            Some(Err(e)) => {
+                first_error.get_or_insert(e);
+                staged.push(None);
             }
-            failed.extend(remove_dirs(store, &made_dirs));
-            return Err(outcome(e, failed));
+            None => staged.push(None),
         }
-        done.push(step);
     }
-    Ok(())
+    if let Some(e) = first_error {
+        let mut failed = discard_all(store, &mut staged);
+        failed.extend(remove_dirs(store, &made_dirs));
+        return Err(outcome(e, failed));
+    }
+
+    // 3. Put in place, undoing on failure.
+    let mut done: Vec<Done<'_, S::Aside>> = Vec::new();
+    for step in &steps {
+        let result = match *step {
+            Step::Write {
+                path,
+                staged: i,
+                replaces,
+            } => match staged.get_mut(i).and_then(Option::take) {
+                Some((_, s)) if replaces => store
+                    .replace(path, s)
+                    .map(|aside| Done::Replaced { path, aside }),
+                Some((_, s)) => store.create(path, s).map(|()| Done::Created { path }),
+                None => continue,
+            },
+            Step::Remove { path } => store
+                .set_aside(path)
+                .map(|aside| Done::Removed { path, aside }),
+            Step::Rename { from, to } => {
+                store.rename(from, to).map(|()| Done::Renamed { from, to })
+            }
+        };
+        match result {
+            Ok(step_done) => done.push(step_done),
+            Err(e) => {
+                let mut failed = discard_all(store, &mut staged);
+                failed.extend(undo(store, done));
+                failed.extend(remove_dirs(store, &made_dirs));
+                return Err(outcome(e, failed));
+            }
+        }
+    }
+
+    // 4. Remove what was kept aside.
+    let kept: Vec<(&str, S::Aside)> = done
+        .into_iter()
+        .filter_map(|d| match d {
+            Done::Replaced { path, aside } | Done::Removed { path, aside } => Some((path, aside)),
+            Done::Created { .. } | Done::Renamed { .. } => None,
+        })
+        .collect();
+    let shared: &S = store;
+    let released = in_parallel(
+        kept,
+        |_| false,
+        |(path, aside)| shared.release(path, aside).err().map(|_| path),
+    );
+    Ok(released
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|path| format!("{path} (its old content, beside it under a temporary name)"))
+        .collect())
 }
 
-fn discard_all<S: Store>(store: &mut S, staged: &mut [Option<(&str, S::Staged)>]) -> Vec<String> {
+/// Undoes `done`, newest first; returns what could not be undone.
+fn undo<S: Store>(store: &mut S, done: Vec<Done<'_, S::Aside>>) -> Vec<String> {
+    let mut failed = Vec::new();
+    for step in done.into_iter().rev() {
+        let undone = match step {
+            Done::Replaced { path, aside } | Done::Removed { path, aside } => {
+                store.restore(path, aside).err().map(|_| path)
+            }
+            Done::Created { path } => store.remove_file(path).err().map(|_| path),
+            Done::Renamed { from, to } => store.rename(to, from).err().map(|_| to),
+        };
+        failed.extend(undone.map(str::to_owned));
+    }
+    failed
+}
+
+fn discard_all<S: Store>(store: &S, staged: &mut [Option<(&str, S::Staged)>]) -> Vec<String> {
     let mut failed = Vec::new();
     for (path, s) in staged.iter_mut().filter_map(Option::take) {
         if store.discard(path, s).is_err() {
@@ -246,18 +413,21 @@ mod tests {
 
     use std::collections::BTreeMap;
     use std::path::Path;
+    use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
     use agentcaps_paths::{PathPolicy, RealFs};
 
     use super::*;
     use crate::{Patch, PatchPolicyConfig, plan};
 
-    /// Wraps a store and makes one operation fail.
+    /// Wraps a store and makes one operation fail: the k-th staging write,
+    /// or the k-th step that changes the tree (replace, create, set aside,
+    /// rename).
     struct Faulty<S> {
         inner: S,
         fail_stage: Option<usize>,
         fail_rename: Option<usize>,
-        stages: usize,
+        stages: AtomicUsize,
         renames: usize,
     }
 
@@ -274,6 +444,16 @@ mod tests {
     }
 
     impl<S: Store> Faulty<S> {
+        fn new(inner: S, fail_stage: Option<usize>, fail_rename: Option<usize>) -> Self {
+            Faulty {
+                inner,
+                fail_stage,
+                fail_rename,
+                stages: AtomicUsize::new(0),
+                renames: 0,
+            }
+        }
+
         fn rename_fault(&mut self, path: &str) -> Result<()> {
             self.renames += 1;
             if self.fail_rename == Some(self.renames) {
@@ -285,25 +465,42 @@ mod tests {
 
     impl<S: Store> Store for Faulty<S> {
         type Staged = S::Staged;
-        fn stage(&mut self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
-            self.stages += 1;
-            if self.fail_stage == Some(self.stages) {
+        type Aside = S::Aside;
+        fn stage(&self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
+            let k = self.stages.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+            if self.fail_stage == Some(k) {
                 return Err(injected("stage", path));
             }
             self.inner.stage(path, bytes)
         }
-        fn commit(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+        fn discard(&self, path: &str, staged: S::Staged) -> Result<()> {
+            self.inner.discard(path, staged)
+        }
+        fn replace(&mut self, path: &str, staged: S::Staged) -> Result<S::Aside> {
             if let Err(e) = self.rename_fault(path) {
                 self.inner.discard(path, staged)?;
                 return Err(e);
             }
-            self.inner.commit(path, staged)
+            self.inner.replace(path, staged)
         }
-        fn discard(&mut self, path: &str, staged: S::Staged) -> Result<()> {
-            self.inner.discard(path, staged)
+        fn create(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+            if let Err(e) = self.rename_fault(path) {
+                self.inner.discard(path, staged)?;
+                return Err(e);
+            }
+            self.inner.create(path, staged)
+        }
+        fn set_aside(&mut self, path: &str) -> Result<S::Aside> {
+            self.rename_fault(path)?;
+            self.inner.set_aside(path)
+        }
+        fn restore(&mut self, path: &str, aside: S::Aside) -> Result<()> {
+            self.inner.restore(path, aside)
+        }
+        fn release(&self, path: &str, aside: S::Aside) -> Result<()> {
+            self.inner.release(path, aside)
         }
         fn remove_file(&mut self, path: &str) -> Result<()> {
-            self.rename_fault(path)?;
             self.inner.remove_file(path)
         }
         fn rename(&mut self, from: &str, to: &str) -> Result<()> {
@@ -392,18 +589,37 @@ rename to moved/new-name.txt
             std::fs::write(root.join(name), content).unwrap_or_else(|e| panic!("write: {e}"));
         }
         // An executable that the patch moves and changes: it stays executable.
+        // Unusual modes on a modified and a deleted file: a rollback must
+        // bring them back too.
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            root.join("old-name.txt"),
-            std::fs::Permissions::from_mode(0o755),
-        )
-        .unwrap_or_else(|e| panic!("chmod: {e}"));
+        for (name, mode) in [
+            ("old-name.txt", 0o755),
+            ("one.txt", 0o600),
+            ("gone.txt", 0o700),
+        ] {
+            std::fs::set_permissions(root.join(name), std::fs::Permissions::from_mode(mode))
+                .unwrap_or_else(|e| panic!("chmod: {e}"));
+        }
         (dir, root)
     }
 
     type Snapshot = BTreeMap<String, (Option<Vec<u8>>, u32)>;
 
+    /// The file systems a transaction must be all-or-nothing on: this one
+    /// (`RENAME_EXCHANGE`), one without exchange (replaced files kept by a
+    /// hard link), and one without hard links either (kept as copies) —
+    /// the last two simulated by [`Beneath::simulate_missing`].
+    const FILE_SYSTEMS: [(bool, bool); 3] = [(false, false), (true, false), (true, true)];
+
     fn run(
+        fail_stage: Option<usize>,
+        fail_rename: Option<usize>,
+    ) -> (Result<()>, usize, usize, bool, Snapshot) {
+        run_on((false, false), fail_stage, fail_rename)
+    }
+
+    fn run_on(
+        (no_exchange, no_links): (bool, bool),
         fail_stage: Option<usize>,
         fail_rename: Option<usize>,
     ) -> (Result<()>, usize, usize, bool, Snapshot) {
@@ -413,9 +629,10 @@ rename to moved/new-name.txt
             .allow(&root)
             .build()
             .unwrap_or_else(|e| panic!("policy: {e}"));
-        let beneath = policy
+        let mut beneath = policy
             .open_beneath()
             .unwrap_or_else(|e| panic!("beneath: {e}"));
+        beneath.simulate_missing(no_exchange, no_links);
         let config = PatchPolicyConfig::default();
         let ctx = plan::Context {
             policy: &policy,
@@ -426,20 +643,26 @@ rename to moved/new-name.txt
         };
         let patch = Patch::parse(PATCH).unwrap_or_else(|e| panic!("parse: {e}"));
         let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
-        let mut store = Faulty {
-            inner: BeneathStore {
+        let mut store = Faulty::new(
+            BeneathStore {
                 beneath: &beneath,
                 base: &root,
             },
             fail_stage,
             fail_rename,
-            stages: 0,
-            renames: 0,
-        };
-        let result = execute(&mut store, &planned);
+        );
+        let result = execute(&mut store, &planned).map(|left_over| {
+            assert_eq!(left_over, Vec::<String>::new());
+        });
         let after = snapshot(&root);
         let identical = after == before;
-        (result, store.stages, store.renames, identical, after)
+        (
+            result,
+            store.stages.load(AtomicOrdering::SeqCst),
+            store.renames,
+            identical,
+            after,
+        )
     }
 
     #[test]
@@ -475,16 +698,131 @@ rename to moved/new-name.txt
 
     #[test]
     fn kth_rename_fails_tree_rolled_back() {
-        for k in 1..=6 {
-            let (result, _, _, identical, _) = run(None, Some(k));
+        for fs in FILE_SYSTEMS {
+            let (result, _, _, identical, after) = run_on(fs, None, None);
+            assert!(result.is_ok() && !identical, "{fs:?}: {result:?}");
             assert!(
-                matches!(result, Err(PatchError::Io { op: "rename", .. })),
+                after.keys().all(|k| !k.contains(".agentcaps-")),
+                "{fs:?}: a temporary file was left: {after:?}"
+            );
+            for k in 1..=6 {
+                let (result, _, _, identical, _) = run_on(fs, None, Some(k));
+                assert!(
+                    matches!(result, Err(PatchError::Io { op: "rename", .. })),
+                    "{fs:?} k={k}: {result:?}"
+                );
+                assert!(
+                    identical,
+                    "{fs:?} k={k}: the tree differs after rollback or a temporary file was left"
+                );
+            }
+        }
+    }
+
+    /// A patch over enough files to be staged and released on several
+    /// threads: 30 files modified, 5 created, 5 deleted.
+    fn large() -> (tempfile::TempDir, std::path::PathBuf, String) {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+        let root = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|e| panic!("canonicalize: {e}"));
+        let mut text = String::new();
+        for i in 0..30 {
+            let name = format!("d{}/m{i}.txt", i % 3);
+            std::fs::create_dir_all(root.join(format!("d{}", i % 3)))
+                .unwrap_or_else(|e| panic!("mkdir: {e}"));
+            std::fs::write(root.join(&name), format!("a\nb{i}\nc\n"))
+                .unwrap_or_else(|e| panic!("write: {e}"));
+            text.push_str(&format!(
+                "--- a/{name}\n+++ b/{name}\n@@ -1,3 +1,3 @@\n a\n-b{i}\n+B{i}\n c\n"
+            ));
+        }
+        for i in 0..5 {
+            text.push_str(&format!(
+                "--- /dev/null\n+++ b/new{i}/c{i}.txt\n@@ -0,0 +1 @@\n+c{i}\n"
+            ));
+            let name = format!("gone{i}.txt");
+            std::fs::write(root.join(&name), format!("g{i}\n"))
+                .unwrap_or_else(|e| panic!("write: {e}"));
+            text.push_str(&format!(
+                "--- a/{name}\n+++ /dev/null\n@@ -1 +0,0 @@\n-g{i}\n"
+            ));
+        }
+        (dir, root, text)
+    }
+
+    fn run_large(
+        fail_stage: Option<usize>,
+        fail_rename: Option<usize>,
+    ) -> (Result<Vec<String>>, bool, Snapshot) {
+        let (_dir, root, text) = large();
+        let before = snapshot(&root);
+        let policy = PathPolicy::builder()
+            .allow(&root)
+            .build()
+            .unwrap_or_else(|e| panic!("policy: {e}"));
+        let beneath = policy
+            .open_beneath()
+            .unwrap_or_else(|e| panic!("beneath: {e}"));
+        let config = PatchPolicyConfig::default();
+        let ctx = plan::Context {
+            policy: &policy,
+            beneath: &beneath,
+            fs: &RealFs,
+            base: &root,
+            config: &config,
+        };
+        let patch = Patch::parse(&text).unwrap_or_else(|e| panic!("parse: {e}"));
+        let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
+        let mut store = Faulty::new(
+            BeneathStore {
+                beneath: &beneath,
+                base: &root,
+            },
+            fail_stage,
+            fail_rename,
+        );
+        let result = execute(&mut store, &planned);
+        let after = snapshot(&root);
+        (result, after == before, after)
+    }
+
+    #[test]
+    fn large_patches_stage_on_threads_and_stay_all_or_nothing() {
+        assert!(threads_for(35) >= 1 && threads_for(PARALLEL_FROM - 1) == 1);
+        let (result, identical, after) = run_large(None, None);
+        assert_eq!(result.ok(), Some(Vec::new()));
+        assert!(!identical);
+        assert_eq!(
+            after.get("d1/m4.txt").and_then(|(c, _)| c.clone()),
+            Some(b"a\nB4\nc\n".to_vec())
+        );
+        assert!(!after.contains_key("gone3.txt"));
+        assert!(
+            after.keys().all(|k| !k.contains(".agentcaps-")),
+            "a temporary file was left: {after:?}"
+        );
+        // 35 files are staged: fail each of several, across the chunks.
+        for k in [1, 2, 9, 10, 18, 26, 35] {
+            let (result, identical, _) = run_large(Some(k), None);
+            assert!(
+                matches!(result, Err(PatchError::Io { op: "stage", .. })),
                 "k={k}: {result:?}"
             );
             assert!(
                 identical,
-                "k={k}: the tree differs after rollback or a temporary file was left"
+                "k={k}: the tree changed or a temporary file was left"
             );
+        }
+        // 40 steps change the tree: fail each of several, up to the last.
+        for k in [1, 15, 30, 31, 36, 40] {
+            let (result, identical, _) = run_large(None, Some(k));
+            assert!(
+                matches!(result, Err(PatchError::Io { op: "rename", .. })),
+                "k={k}: {result:?}"
+            );
+            assert!(identical, "k={k}: the tree differs after rollback");
         }
     }
 
@@ -495,13 +833,12 @@ rename to moved/new-name.txt
         root: &'a Path,
         outside: &'a Path,
         before_stage: bool,
-        swapped: bool,
+        swapped: std::sync::atomic::AtomicBool,
     }
 
     impl<S> Swapper<'_, S> {
-        fn swap(&mut self) {
-            if !self.swapped {
-                self.swapped = true;
+        fn swap(&self) {
+            if !self.swapped.swap(true, AtomicOrdering::SeqCst) {
                 let sub = self.root.join("sub");
                 std::fs::rename(&sub, self.root.join("sub.moved"))
                     .unwrap_or_else(|e| panic!("rename: {e}"));
@@ -513,18 +850,33 @@ rename to moved/new-name.txt
 
     impl<S: Store> Store for Swapper<'_, S> {
         type Staged = S::Staged;
-        fn stage(&mut self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
+        type Aside = S::Aside;
+        fn stage(&self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
             if self.before_stage {
                 self.swap();
             }
             self.inner.stage(path, bytes)
         }
-        fn commit(&mut self, path: &str, staged: S::Staged) -> Result<()> {
-            self.swap();
-            self.inner.commit(path, staged)
-        }
-        fn discard(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+        fn discard(&self, path: &str, staged: S::Staged) -> Result<()> {
             self.inner.discard(path, staged)
+        }
+        fn replace(&mut self, path: &str, staged: S::Staged) -> Result<S::Aside> {
+            self.swap();
+            self.inner.replace(path, staged)
+        }
+        fn create(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+            self.swap();
+            self.inner.create(path, staged)
+        }
+        fn set_aside(&mut self, path: &str) -> Result<S::Aside> {
+            self.swap();
+            self.inner.set_aside(path)
+        }
+        fn restore(&mut self, path: &str, aside: S::Aside) -> Result<()> {
+            self.inner.restore(path, aside)
+        }
+        fn release(&self, path: &str, aside: S::Aside) -> Result<()> {
+            self.inner.release(path, aside)
         }
         fn remove_file(&mut self, path: &str) -> Result<()> {
             self.swap();
@@ -580,9 +932,9 @@ rename to moved/new-name.txt
             root: &root,
             outside: &outside,
             before_stage,
-            swapped: false,
+            swapped: std::sync::atomic::AtomicBool::new(false),
         };
-        let result = execute(&mut store, &planned);
+        let result = execute(&mut store, &planned).map(|_| ());
         assert_eq!(
             snapshot(&outside),
             outside_before,

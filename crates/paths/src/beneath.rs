@@ -57,6 +57,9 @@ pub struct Staged {
     temp: OsString,
     name: OsString,
     target: PathBuf,
+    /// The size of the file it replaces, when staged (0: none): the most a
+    /// copy of that file kept for undoing may hold.
+    replaces_len: u64,
 }
 
 impl Staged {
@@ -107,6 +110,16 @@ pub struct Beneath {
     view: Arc<dyn FileSystem>,
     roots: Vec<(PathBuf, Option<OwnedFd>)>,
     durable: bool,
+    /// Test seam: behave as without `RENAME_EXCHANGE` / hard links.
+    missing: Missing,
+}
+
+/// What [`Beneath::simulate_missing`] makes [`Beneath::replace`] act as if
+/// the file system lacked.
+#[derive(Debug, Clone, Copy, Default)]
+struct Missing {
+    exchange: bool,
+    hard_links: bool,
 }
 
 impl std::fmt::Debug for Beneath {
@@ -124,17 +137,29 @@ impl std::fmt::Debug for Beneath {
 /// can put it back exactly — content, mode, owner, links — with one rename,
 /// which needs no space on the disk. Made by [`Beneath::replace`] and
 /// [`Beneath::set_aside`]; [`Beneath::restore`] puts it back and
-/// [`Beneath::release`] removes it for good.
+/// [`Beneath::release`] removes it for good. (On a file system that can
+/// neither exchange nor hard-link names, [`Beneath::replace`] keeps a copy
+/// of the content and mode in memory instead.)
 #[derive(Debug)]
 #[must_use = "a file set aside stays on disk under a temporary name until restored or released"]
 pub struct SetAside {
     dir: OwnedFd,
-    temp: OsString,
+    kept: Kept,
     name: OsString,
     target: PathBuf,
     /// Whether its place holds a replacement (after [`Beneath::replace`]),
     /// which restoring replaces in turn.
     replaced: bool,
+}
+
+/// How a file set aside is kept.
+#[derive(Debug)]
+enum Kept {
+    /// The file itself, under this temporary name in the same directory.
+    Name(OsString),
+    /// A copy of its content and mode, where the file system could neither
+    /// exchange two names nor hard-link one.
+    Copy { bytes: Vec<u8>, mode: Mode },
 }
 
 impl SetAside {
@@ -218,6 +243,7 @@ impl Beneath {
             view,
             roots,
             durable: false,
+            missing: Missing::default(),
         })
     }
 
@@ -513,11 +539,15 @@ impl Beneath {
             let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
             return Err(PathError::io("write", &target.location, e));
         }
+        let replaces_len = existing
+            .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+            .map_or(0, |st| non_negative(st.st_size));
         Ok(Staged {
             dir,
             temp,
             name,
             target: target.location.clone(),
+            replaces_len,
         })
     }
 
@@ -749,27 +779,33 @@ impl Beneath {
     /// replaced file aside (the two are exchanged, atomically) for
     /// [`Beneath::restore`] or [`Beneath::release`].
     ///
-    /// `Ok(None)` where the file system cannot exchange two names: the
-    /// staged file was renamed over the old one, which is gone.
+    /// Where the file system cannot exchange two names, the old file is
+    /// hard-linked under a temporary name before the staged file is renamed
+    /// over it; where it cannot hard-link either, a copy of its content (no
+    /// larger than when the file was staged) and mode is kept instead.
     ///
     /// # Errors
     ///
     /// I/O, [`PathError::Changed`] when a directory took the file's place
-    /// (it is put back); the temporary file is removed either way.
-    pub fn replace(&self, staged: Staged) -> Result<Option<SetAside>, PathError> {
-        let exchanged = rustix::fs::renameat_with(
-            &staged.dir,
-            staged.temp.as_os_str(),
-            &staged.dir,
-            staged.name.as_os_str(),
-            RenameFlags::EXCHANGE,
-        );
+    /// (it is put back) or the file grew since staging; the temporary file
+    /// is removed either way.
+    pub fn replace(&self, staged: Staged) -> Result<SetAside, PathError> {
+        let exchanged = if self.missing.exchange {
+            Err(Errno::INVAL)
+        } else {
+            rustix::fs::renameat_with(
+                &staged.dir,
+                staged.temp.as_os_str(),
+                &staged.dir,
+                staged.name.as_os_str(),
+                RenameFlags::EXCHANGE,
+            )
+        };
         match exchanged {
             Ok(()) => {}
             // No exchange here (old kernel, or a file system without it).
             Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                self.commit(staged)?;
-                return Ok(None);
+                return self.replace_without_exchange(staged);
             }
             Err(errno) => {
                 let _ =
@@ -782,36 +818,107 @@ impl Beneath {
             temp,
             name,
             target,
+            ..
         } = staged;
-        let aside = SetAside {
-            dir,
-            temp,
-            name,
-            target,
-            replaced: true,
-        };
         // Exchanging also swaps a directory out: swap back, drop the staged
         // file, and refuse.
-        if is_directory(&aside.dir, &aside.temp) {
+        if is_directory(&dir, &temp) {
             let back = rustix::fs::renameat_with(
-                &aside.dir,
-                aside.temp.as_os_str(),
-                &aside.dir,
-                aside.name.as_os_str(),
+                &dir,
+                temp.as_os_str(),
+                &dir,
+                name.as_os_str(),
                 RenameFlags::EXCHANGE,
             );
             if back.is_ok() {
-                let _ = rustix::fs::unlinkat(&aside.dir, aside.temp.as_os_str(), AtFlags::empty());
+                let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
             }
-            let location = aside.target;
-            return Err(self.changed(
-                &location.display().to_string(),
-                &location,
-                "it is a directory",
-            ));
+            return Err(self.changed(&target.display().to_string(), &target, "it is a directory"));
         }
-        self.sync_dir(&aside.dir, &aside.target)?;
-        Ok(Some(aside))
+        self.sync_dir(&dir, &target)?;
+        Ok(SetAside {
+            dir,
+            kept: Kept::Name(temp),
+            name,
+            target,
+            replaced: true,
+        })
+    }
+
+    /// [`Beneath::replace`] where names cannot be exchanged: keep the old
+    /// file by a hard link (or, failing that, a copy), then rename over it.
+    fn replace_without_exchange(&self, staged: Staged) -> Result<SetAside, PathError> {
+        let spelling = staged.target.display().to_string();
+        let linked = with_temp_name(|temp| {
+            if self.missing.hard_links {
+                return Err(Errno::PERM);
+            }
+            rustix::fs::linkat(
+                &staged.dir,
+                staged.name.as_os_str(),
+                &staged.dir,
+                temp,
+                AtFlags::empty(),
+            )
+        });
+        let kept = match linked {
+            Ok((temp, ())) => Kept::Name(temp),
+            Err(_) => match self.copy_of(&staged) {
+                Ok(copy) => copy,
+                Err(error) => {
+                    let _ = rustix::fs::unlinkat(
+                        &staged.dir,
+                        staged.temp.as_os_str(),
+                        AtFlags::empty(),
+                    );
+                    return Err(error);
+                }
+            },
+        };
+        let dir = staged
+            .dir
+            .try_clone()
+            .map_err(|e| PathError::io("dup", &staged.target, e))?;
+        let (name, target) = (staged.name.clone(), staged.target.clone());
+        if let Err(error) = self.put_in_place(staged, RenameFlags::empty(), &spelling) {
+            if let Kept::Name(temp) = &kept {
+                let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
+            }
+            return Err(error);
+        }
+        Ok(SetAside {
+            dir,
+            kept,
+            name,
+            target,
+            replaced: true,
+        })
+    }
+
+    /// The content and mode of the regular file a staged file replaces,
+    /// refusing one that grew since staging.
+    fn copy_of(&self, staged: &Staged) -> Result<Kept, PathError> {
+        let location = &staged.target;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&staged.dir, staged.name.as_os_str(), flags, Mode::empty())
+            .map_err(|e| errno_io("open", location, e))?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| errno_io("fstat", location, e))?;
+        let spelling = location.display().to_string();
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(self.changed(&spelling, location, "it is not a regular file"));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd)
+            .take(staged.replaces_len.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| PathError::io("read", location, e))?;
+        if bytes.len() as u64 > staged.replaces_len {
+            return Err(self.changed(&spelling, location, "it grew since it was read"));
+        }
+        Ok(Kept::Copy {
+            bytes,
+            mode: Mode::from_bits_truncate(stat.st_mode & 0o777),
+        })
     }
 
     /// Move the file (or link, never its target) at the path aside, under
@@ -829,14 +936,15 @@ impl Beneath {
             rustix::fs::renameat_with(&dir, name.as_os_str(), &dir, temp, RenameFlags::NOREPLACE)
         })
         .map_err(|e| errno_io("rename", &target.location, e))?;
+        let directory = is_directory(&dir, &temp);
         let aside = SetAside {
             dir,
-            temp,
+            kept: Kept::Name(temp),
             name,
             target: target.location,
             replaced: false,
         };
-        if is_directory(&aside.dir, &aside.temp) {
+        if directory {
             let location = aside.target.clone();
             self.restore(aside)?;
             return Err(self.changed(spelling, &location, "it is a directory"));
@@ -859,9 +967,29 @@ impl Beneath {
         } else {
             RenameFlags::NOREPLACE
         };
+        let temp = match aside.kept {
+            Kept::Name(temp) => temp,
+            Kept::Copy { bytes, mode } => {
+                let (temp, fd) = create_temp(&aside.dir, mode)
+                    .map_err(|e| errno_io("create", &aside.target, e))?;
+                let mut file = std::fs::File::from(fd);
+                let written = file.write_all(&bytes).and_then(|()| {
+                    if self.durable {
+                        file.sync_all()
+                    } else {
+                        Ok(())
+                    }
+                });
+                if let Err(e) = written {
+                    let _ = rustix::fs::unlinkat(&aside.dir, temp.as_os_str(), AtFlags::empty());
+                    return Err(PathError::io("write", &aside.target, e));
+                }
+                temp
+            }
+        };
         rustix::fs::renameat_with(
             &aside.dir,
-            aside.temp.as_os_str(),
+            temp.as_os_str(),
             &aside.dir,
             aside.name.as_os_str(),
             flags,
@@ -882,7 +1010,10 @@ impl Beneath {
     ///
     /// I/O (the file stays under its temporary name).
     pub fn release(&self, aside: SetAside) -> Result<(), PathError> {
-        rustix::fs::unlinkat(&aside.dir, aside.temp.as_os_str(), AtFlags::empty())
+        let Kept::Name(temp) = &aside.kept else {
+            return Ok(());
+        };
+        rustix::fs::unlinkat(&aside.dir, temp.as_os_str(), AtFlags::empty())
             .map_err(|e| errno_io("remove", &aside.target, e))?;
         self.sync_dir(&aside.dir, &aside.target)
     }
@@ -895,6 +1026,19 @@ impl Beneath {
     pub fn discard(&self, staged: Staged) -> Result<(), PathError> {
         rustix::fs::unlinkat(&staged.dir, staged.temp.as_os_str(), AtFlags::empty())
             .map_err(|e| errno_io("remove", &staged.target, e))
+    }
+
+    /// Test seam, not for production use: make [`Beneath::replace`] act as
+    /// on a file system without `RENAME_EXCHANGE` (it then keeps the old
+    /// file by a hard link) and, with `hard_links` too, without hard links
+    /// (it then keeps a copy). The fallbacks run exactly as they would
+    /// there; only the kernel's refusal is simulated.
+    #[doc(hidden)]
+    pub fn simulate_missing(&mut self, exchange: bool, hard_links: bool) {
+        self.missing = Missing {
+            exchange,
+            hard_links,
+        };
     }
 
     /// Whether to `fsync` written files and their directories (off by

@@ -297,11 +297,7 @@ fn replace_keeps_the_old_file_aside_and_restores_it_exactly() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
     let inode = std::fs::metadata(&path).unwrap().ino();
     let staged = f.files.stage(&f.root, "a.txt", b"new content").unwrap();
-    let aside = f
-        .files
-        .replace(staged)
-        .unwrap()
-        .expect("this file system exchanges names");
+    let aside = f.files.replace(staged).unwrap();
     assert_eq!(aside.target(), path);
     assert_eq!(std::fs::read(&path).unwrap(), b"new content");
     assert_eq!(
@@ -318,9 +314,63 @@ fn replace_keeps_the_old_file_aside_and_restores_it_exactly() {
 
     // Done: the old file is released, the new content stays.
     let staged = f.files.stage(&f.root, "a.txt", b"final").unwrap();
-    let aside = f.files.replace(staged).unwrap().expect("exchange");
+    let aside = f.files.replace(staged).unwrap();
     f.files.release(aside).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"final");
+    assert_no_temp_files(&f.root);
+}
+
+/// Without `RENAME_EXCHANGE` (kept by a hard link) and without hard links
+/// either (kept as a copy), `replace` still puts the old file back exactly
+/// (content and mode) or removes every trace of it.
+#[test]
+fn replace_falls_back_to_a_hard_link_then_to_a_copy() {
+    for (exchange, hard_links) in [(true, false), (true, true)] {
+        let mut f = fixture();
+        f.files.simulate_missing(exchange, hard_links);
+        let path = f.root.join("a.txt");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        let links_before = std::fs::metadata(&path).unwrap().nlink();
+        let staged = f.files.stage(&f.root, "a.txt", b"new content").unwrap();
+        let aside = f.files.replace(staged).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new content");
+        f.files.restore(aside).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"inside");
+        assert_eq!(
+            meta.mode() & 0o777,
+            0o751,
+            "hard_links missing: {hard_links}"
+        );
+        if !hard_links {
+            assert_eq!(
+                (meta.ino(), meta.nlink()),
+                (inode, links_before),
+                "the same file"
+            );
+        }
+        assert_no_temp_files(&f.root);
+
+        let staged = f.files.stage(&f.root, "a.txt", b"final").unwrap();
+        let aside = f.files.replace(staged).unwrap();
+        f.files.release(aside).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"final");
+        assert_no_temp_files(&f.root);
+    }
+}
+
+/// The copy kept without hard links is bounded by the size the file had
+/// when staged: a file grown meanwhile is refused, not read whole.
+#[test]
+fn replace_without_links_refuses_a_file_that_grew_since_staging() {
+    let mut f = fixture();
+    f.files.simulate_missing(true, true);
+    let staged = f.files.stage(&f.root, "a.txt", b"new").unwrap();
+    std::fs::write(f.root.join("a.txt"), vec![b'x'; 100_000]).unwrap();
+    let err = f.files.replace(staged).unwrap_err();
+    assert!(matches!(err, PathError::Changed { .. }), "{err}");
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap().len(), 100_000);
     assert_no_temp_files(&f.root);
 }
 

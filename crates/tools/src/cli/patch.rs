@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use agentcaps::patch::{ApplyOptions, PatchError, Patcher};
+use agentcaps::patch::{ApplyOptions, ApplyReport, FileAction, PatchError, Patcher};
 use serde_json::json;
 
 use super::{Outcome, PatchArgs, dir_arg, load_policy};
@@ -30,7 +30,12 @@ fn patch_inner(args: &PatchArgs) -> Result<Outcome, Outcome> {
     let read = if args.file == "-" {
         std::io::stdin().take(limit).read_to_end(&mut bytes)
     } else {
-        std::fs::File::open(&args.file).and_then(|f| f.take(limit).read_to_end(&mut bytes))
+        std::fs::File::open(&args.file).and_then(|f| {
+            // Room for the whole file (and the byte that ends it) at once.
+            let len = f.metadata().map_or(0, |m| m.len()).min(limit);
+            bytes.reserve_exact(usize::try_from(len).unwrap_or(0).saturating_add(1));
+            f.take(limit).read_to_end(&mut bytes)
+        })
     };
     read.map_err(|e| Outcome::failed("io", format!("cannot read the patch {}: {e}", args.file)))?;
     let text = if bytes.len() as u64 >= limit {
@@ -54,38 +59,42 @@ fn patch_inner(args: &PatchArgs) -> Result<Outcome, Outcome> {
     let report = patcher
         .apply(&patch, &cwd, options)
         .map_err(|e| patch_outcome(&e))?;
-    let value = serde_json::to_value(&report).unwrap_or_default();
     let verb = if args.dry_run {
         "would apply"
     } else {
         "applied"
     };
-    Ok(Outcome::allowed(format!("{verb}:\n{}", summary(&value)))
-        .with("dry_run", json!(args.dry_run))
-        .with("report", value))
+    let outcome = Outcome::allowed(format!("{verb}:\n{}", summary(&report)))
+        .with("dry_run", json!(args.dry_run));
+    // The whole report (every hunk) is only built for `--json`.
+    Ok(if args.common.json {
+        outcome.with("report", serde_json::to_value(&report).unwrap_or_default())
+    } else {
+        outcome
+    })
 }
 
-/// One line per file: what happened, hunks, offsets and concessions.
-fn summary(report: &serde_json::Value) -> String {
-    let files = report["files"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    let lines: Vec<String> = files
+/// One line per file: what happened, hunks, offsets and concessions; then
+/// any file that was kept aside and could not be removed.
+fn summary(report: &ApplyReport) -> String {
+    let mut lines: Vec<String> = report
+        .files
         .iter()
         .map(|file| {
-            let action = file["action"].as_str().unwrap_or("?");
-            let path = file["path"].as_str().unwrap_or("?");
-            let target = match file["from"].as_str() {
-                Some(from) => format!("{from} -> {path}"),
-                None => path.to_owned(),
+            let action = match file.action {
+                FileAction::Created => "created",
+                FileAction::Modified => "modified",
+                FileAction::Deleted => "deleted",
+                FileAction::Moved => "moved",
+                _ => "changed",
             };
-            let hunks = file["hunks"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-            let moved = hunks
-                .iter()
-                .filter(|h| h["offset"].as_i64().is_some_and(|o| o != 0))
-                .count();
-            let conceded = hunks
-                .iter()
-                .filter(|h| h["concessions"].as_array().is_some_and(|c| !c.is_empty()))
-                .count();
+            let target = match &file.from {
+                Some(from) => format!("{from} -> {}", file.path),
+                None => file.path.clone(),
+            };
+            let hunks = &file.hunks;
+            let moved = hunks.iter().filter(|h| h.offset != 0).count();
+            let conceded = hunks.iter().filter(|h| !h.concessions.is_empty()).count();
             let mut line = format!("  {action:<8} {target}");
             if !hunks.is_empty() {
                 line.push_str(&format!(
@@ -104,5 +113,8 @@ fn summary(report: &serde_json::Value) -> String {
             line
         })
         .collect();
+    for left in &report.left_over {
+        lines.push(format!("  warning: could not remove {left}"));
+    }
     lines.join("\n")
 }
