@@ -10,7 +10,25 @@
 //! `agentcaps` binary, `agentcaps/process` runs `agentcaps patch -p 1 FILE`
 //! as a whole process too, which is the like-for-like comparison.
 //!
+//! After criterion, `BENCH_ROUNDS` (default 15) rounds of interleaved runs
+//! print medians twice: with each tree reset in place between runs, and
+//! with a fresh copy per run.
+//!
 //! Run: `cargo bench -p agentcaps-patch --bench apply` (or `cargo xtask bench`).
+//!
+//! # Inode churn
+//!
+//! On ext4 without a journal (as on the machines here), creating a file
+//! skips every inode freed in the last ~30 seconds, one buffer lookup
+//! each — except inodes freed in the current second. A harness that copies
+//! and deletes trees frees thousands of inodes a second, and then file
+//! creation dominates every contender's time. `git apply` unlinks all its
+//! targets first and creates them again in the same second, reusing those
+//! inodes cheaply; agentcaps (and GNU patch) stage new files while the old
+//! ones still exist — agentcaps so that a failure can leave the tree
+//! untouched — and pay for fresh inodes. Under heavy churn `git apply` wins
+//! for that reason alone; on a quiet file system or on tmpfs (set `TMPDIR`)
+//! the comparison is of the tools themselves.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -260,10 +278,59 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// How each timed run gets its starting tree.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reset {
+    /// A fresh copy in a new directory, deleted after the run (as the
+    /// criterion benchmarks do). The harness itself then creates and
+    /// deletes hundreds of files per run — see "Inode churn" below.
+    FreshCopy,
+    /// One tree per contender, reset after each run by rewriting every
+    /// file in place (same inodes): the harness creates and deletes
+    /// nothing, so only the contenders' own file creations and deletions
+    /// shape the file system.
+    InPlace,
+}
+
+/// Rewrites `root` to hold exactly `before`'s files, in place: existing
+/// files keep their inodes, files `before` lacks are removed.
+fn reset_in_place(before: &Path, root: &Path) {
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in std::fs::read_dir(root.join(&rel))
+            .expect("read_dir")
+            .flatten()
+        {
+            let rel = rel.join(entry.file_name());
+            if entry.file_type().expect("file type").is_dir() {
+                stack.push(rel);
+            } else if !before.join(&rel).is_file() {
+                std::fs::remove_file(root.join(&rel)).expect("remove a stray file");
+            }
+        }
+    }
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        for entry in std::fs::read_dir(before.join(&rel))
+            .expect("read_dir")
+            .flatten()
+        {
+            let rel = rel.join(entry.file_name());
+            if entry.file_type().expect("file type").is_dir() {
+                std::fs::create_dir_all(root.join(&rel)).expect("mkdir");
+                stack.push(rel);
+            } else {
+                let content = std::fs::read(entry.path()).expect("read");
+                std::fs::write(root.join(&rel), content).expect("rewrite in place");
+            }
+        }
+    }
+}
+
 /// Round-robin timing: contenders take turns, so a change in the shared
 /// machine's load hits them alike. Prints medians and ratios against the
 /// faster of GNU patch and git apply.
-fn interleaved(rounds: usize) {
+fn interleaved(rounds: usize, reset: Reset) {
     let corpus = corpus();
     let agentcaps_bin = std::env::var_os("AGENTCAPS_BIN").map(PathBuf::from);
     let patch_file = &corpus.patch_file;
@@ -289,12 +356,26 @@ fn interleaved(rounds: usize) {
         ));
     }
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); contenders.len()];
+    let trees: Vec<(tempfile::TempDir, PathBuf)> = match reset {
+        Reset::InPlace => contenders.iter().map(|_| fresh(&corpus.before)).collect(),
+        Reset::FreshCopy => Vec::new(),
+    };
     for round in 0..rounds {
         for i in 0..contenders.len() {
             // Rotate the order each round as well.
             let slot = (i + round) % contenders.len();
-            let (_, run) = &contenders[slot];
-            let (dir, root) = fresh(&corpus.before);
+            let (name, run) = &contenders[slot];
+            let (dir, root) = match trees.get(slot) {
+                Some((_, root)) => {
+                    reset_in_place(&corpus.before, root);
+                    assert!(same_tree(root, &corpus.before), "{name}: reset failed");
+                    (None, root.clone())
+                }
+                None => {
+                    let (dir, root) = fresh(&corpus.before);
+                    (Some(dir), root)
+                }
+            };
             let started = std::time::Instant::now();
             run(&root);
             times[slot].push(started.elapsed());
@@ -308,8 +389,12 @@ fn interleaved(rounds: usize) {
     let medians: Vec<Duration> = times.iter_mut().map(median).collect();
     let baseline = medians[1].min(medians[2]);
     println!(
-        "interleaved, {rounds} rounds, {FILES} files, {} hunks each at offset {OFFSET}:",
-        FILES * 16
+        "interleaved, {rounds} rounds, {FILES} files, {} hunks each at offset {OFFSET}, {}:",
+        FILES * 16,
+        match reset {
+            Reset::FreshCopy => "a fresh copy of the tree per run",
+            Reset::InPlace => "each tree reset in place after its run",
+        }
     );
     for ((name, _), m) in contenders.iter().zip(&medians) {
         println!(
@@ -329,6 +414,7 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(15);
     if rounds > 0 {
-        interleaved(rounds);
+        interleaved(rounds, Reset::InPlace);
+        interleaved(rounds, Reset::FreshCopy);
     }
 }

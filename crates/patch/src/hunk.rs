@@ -16,6 +16,7 @@
 //! overlap.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Bound, Candidate, PatchError, cut};
 use crate::model::Hunk;
@@ -94,30 +95,70 @@ fn line_eq(level: Level, file: &[u8], patch: &[u8]) -> bool {
 /// and a long hunk from turning the search quadratic (a slow death).
 pub(crate) const MAX_MATCH_WORK: u64 = 50_000_000;
 
-/// The line comparisons a patch has left.
-pub(crate) struct Work(Cell<u64>);
+/// The line comparisons a patch has left, shared by the threads that plan
+/// its files.
+pub(crate) struct Budget(AtomicU64);
 
-impl Work {
+impl Budget {
     pub(crate) fn new(limit: u64) -> Self {
-        Work(Cell::new(limit))
+        Budget(AtomicU64::new(limit))
+    }
+
+    /// Takes up to `n` comparisons; how many were left to take.
+    fn take(&self, n: u64) -> u64 {
+        let taken = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                Some(left - left.min(n))
+            })
+            .unwrap_or(0);
+        taken.min(n)
+    }
+}
+
+/// How many comparisons a [`Work`] takes from the [`Budget`] at a time.
+const DRAW: u64 = 4096;
+
+/// One file's comparisons, drawn from the patch's [`Budget`] a few
+/// thousand at a time (what is left goes back when it is dropped).
+pub(crate) struct Work<'b> {
+    budget: &'b Budget,
+    purse: Cell<u64>,
+}
+
+impl<'b> Work<'b> {
+    pub(crate) fn new(budget: &'b Budget) -> Self {
+        Work {
+            budget,
+            purse: Cell::new(0),
+        }
     }
     fn spend(&self) -> bool {
-        let left = self.0.get();
+        let mut left = self.purse.get();
         if left == 0 {
-            return false;
+            left = self.budget.take(DRAW);
+            if left == 0 {
+                return false;
+            }
         }
-        self.0.set(left - 1);
+        self.purse.set(left - 1);
         true
     }
     fn exhausted(&self) -> bool {
-        self.0.get() == 0
+        self.purse.get() == 0 && self.budget.0.load(Ordering::Relaxed) == 0
+    }
+}
+
+impl Drop for Work<'_> {
+    fn drop(&mut self) {
+        self.budget.0.fetch_add(self.purse.get(), Ordering::Relaxed);
     }
 }
 
 /// The old side of a hunk, ready for comparison.
 struct Needle<'h> {
     lines: Vec<&'h [u8]>,
-    work: &'h Work,
+    work: &'h Work<'h>,
 }
 
 impl Needle<'_> {
@@ -269,7 +310,7 @@ pub(crate) fn apply(
     bytes: &[u8],
     hunks: &[Hunk],
     lenient: bool,
-    work: &Work,
+    work: &Work<'_>,
 ) -> Result<(Vec<u8>, Vec<HunkReport>)> {
     let text = Text::new(bytes);
     let mut out = Output::new(bytes.len() + bytes.len() / 8 + 64, text.eol);
@@ -453,6 +494,43 @@ mod tests {
     use super::*;
     use crate::model::Line;
 
+    fn spend_all(work: &Work<'_>) -> u64 {
+        let mut spent = 0;
+        while work.spend() {
+            spent += 1;
+        }
+        spent
+    }
+
+    #[test]
+    fn work_never_spends_more_than_the_budget_and_gives_back_what_it_keeps() {
+        let budget = Budget::new(10_000);
+        let a = Work::new(&budget);
+        for _ in 0..5000 {
+            assert!(a.spend());
+        }
+        let b = Work::new(&budget);
+        let by_b = spend_all(&b);
+        assert!(by_b < 5000, "a still holds part of the budget");
+        drop(a);
+        let c = Work::new(&budget);
+        let by_c = spend_all(&c);
+        assert_eq!(5000 + by_b + by_c, 10_000);
+        assert!(b.exhausted() && c.exhausted());
+    }
+
+    #[test]
+    fn threads_sharing_a_budget_spend_exactly_it() {
+        let budget = Budget::new(1_000_003);
+        let spent: u64 = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| spend_all(&Work::new(&budget))))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap_or(0)).sum()
+        });
+        assert_eq!(spent, 1_000_003);
+    }
+
     #[test]
     fn folding_maps_typographic_punctuation_and_indentation() {
         assert_eq!(
@@ -488,7 +566,7 @@ mod tests {
             file.as_bytes(),
             &[hunk],
             true,
-            &Work::new(2_000_000),
+            &Work::new(&Budget::new(2_000_000)),
         );
         assert!(
             matches!(
@@ -515,7 +593,7 @@ mod tests {
                 file.as_bytes(),
                 &[end],
                 false,
-                &Work::new(2_000_000)
+                &Work::new(&Budget::new(2_000_000))
             )
             .is_ok()
         );

@@ -70,6 +70,7 @@ mod error;
 mod hunk;
 mod model;
 mod overlay;
+mod parallel;
 mod plan;
 mod print;
 #[cfg(test)]

@@ -379,99 +379,119 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
         }
     }
 
-    // Apply every hunk in memory.
-    let work = crate::hunk::Work::new(crate::hunk::MAX_MATCH_WORK);
-    let mut files = Vec::with_capacity(ops.len());
-    for (file, op) in patch.files.iter().zip(ops) {
-        let lenient = ctx.config.lenient;
-        let planned = match &op {
-            Operation::Create(p) => {
-                let content = crate::hunk::created(&file.hunks);
-                bound(
-                    Bound::TargetBytes,
-                    ctx.config.max_target_bytes,
-                    as_u64(content.len()),
-                    Some(p),
-                )?;
-                let report = FileReport {
-                    path: p.clone(),
-                    from: None,
-                    action: FileAction::Created,
-                    hunks: Vec::new(),
-                };
-                Planned {
-                    op: op.clone(),
-                    content: Some(content),
-                    report,
-                }
-            }
-            Operation::Update(source) | Operation::Move(source, _) => {
-                let (target, from, action) = match &op {
-                    Operation::Move(from, to) => (to, Some(from.clone()), FileAction::Moved),
-                    _ => (source, None, FileAction::Modified),
-                };
-                let original = read(ctx, source)?;
-                let (content, hunks) =
-                    crate::hunk::apply(source, &original, &file.hunks, lenient, &work)?;
-                bound(
-                    Bound::TargetBytes,
-                    ctx.config.max_target_bytes,
-                    as_u64(content.len()),
-                    Some(target),
-                )?;
-                let report = FileReport {
-                    path: target.clone(),
-                    from,
-                    action,
-                    hunks,
-                };
-                // A move that keeps the content is a rename alone.
-                let unchanged = matches!(op, Operation::Move(..)) && content == original;
-                // `original` is dropped here: its memory serves the next file.
-                Planned {
-                    op: op.clone(),
-                    content: (!unchanged).then_some(content),
-                    report,
-                }
-            }
-            Operation::Delete(p) => {
-                let original = read(ctx, p)?;
-                let mut hunks = Vec::new();
-                if patch.format == Format::Unified {
-                    let differs = || PatchError::State {
-                        path: p.clone(),
-                        check: StateCheck::ContentDiffers,
-                    };
-                    let (rest, reports) =
-                        crate::hunk::apply(p, &original, &file.hunks, false, &work).map_err(
-                            |e| match e {
-                                PatchError::NoMatch { .. } | PatchError::Ambiguous { .. } => {
-                                    differs()
-                                }
-                                e => e,
-                            },
-                        )?;
-                    if !rest.is_empty() || reports.iter().any(|r| !r.concessions.is_empty()) {
-                        return Err(differs());
-                    }
-                    hunks = reports;
-                }
-                let report = FileReport {
-                    path: p.clone(),
-                    from: None,
-                    action: FileAction::Deleted,
-                    hunks,
-                };
-                Planned {
-                    op: op.clone(),
-                    content: None,
-                    report,
-                }
-            }
-        };
-        files.push(planned);
+    // Apply every hunk in memory, one file after another or, for a large
+    // patch, on a few threads. (Only when the comparison budget runs out
+    // can which file reports it depend on the threads' timing.)
+    let budget = crate::hunk::Budget::new(crate::hunk::MAX_MATCH_WORK);
+    let sections: Vec<(&FilePatch, Operation)> = patch.files.iter().zip(ops).collect();
+    let planned = crate::parallel::in_parallel(sections, Result::is_err, |(file, op)| {
+        plan_file(patch.format, file, op, ctx, &budget)
+    });
+    let mut files = Vec::with_capacity(planned.len());
+    for result in planned {
+        match result {
+            Some(Ok(file)) => files.push(file),
+            Some(Err(e)) => return Err(e),
+            // Skipped after an earlier failure, which comes first.
+            None => {}
+        }
     }
     Ok(Plan { files, new_dirs })
+}
+
+/// Reads one file (when it exists) and applies its hunks in memory. The
+/// old content is dropped here, its memory free for the next file.
+fn plan_file(
+    format: Format,
+    file: &FilePatch,
+    op: Operation,
+    ctx: &Context<'_>,
+    budget: &crate::hunk::Budget,
+) -> Result<Planned> {
+    let work = crate::hunk::Work::new(budget);
+    let lenient = ctx.config.lenient;
+    let planned = match &op {
+        Operation::Create(p) => {
+            let content = crate::hunk::created(&file.hunks);
+            bound(
+                Bound::TargetBytes,
+                ctx.config.max_target_bytes,
+                as_u64(content.len()),
+                Some(p),
+            )?;
+            let report = FileReport {
+                path: p.clone(),
+                from: None,
+                action: FileAction::Created,
+                hunks: Vec::new(),
+            };
+            Planned {
+                op: op.clone(),
+                content: Some(content),
+                report,
+            }
+        }
+        Operation::Update(source) | Operation::Move(source, _) => {
+            let (target, from, action) = match &op {
+                Operation::Move(from, to) => (to, Some(from.clone()), FileAction::Moved),
+                _ => (source, None, FileAction::Modified),
+            };
+            let original = read(ctx, source)?;
+            let (content, hunks) =
+                crate::hunk::apply(source, &original, &file.hunks, lenient, &work)?;
+            bound(
+                Bound::TargetBytes,
+                ctx.config.max_target_bytes,
+                as_u64(content.len()),
+                Some(target),
+            )?;
+            let report = FileReport {
+                path: target.clone(),
+                from,
+                action,
+                hunks,
+            };
+            // A move that keeps the content is a rename alone.
+            let unchanged = matches!(op, Operation::Move(..)) && content == original;
+            // `original` is dropped here: its memory serves the next file.
+            Planned {
+                op: op.clone(),
+                content: (!unchanged).then_some(content),
+                report,
+            }
+        }
+        Operation::Delete(p) => {
+            let original = read(ctx, p)?;
+            let mut hunks = Vec::new();
+            if format == Format::Unified {
+                let differs = || PatchError::State {
+                    path: p.clone(),
+                    check: StateCheck::ContentDiffers,
+                };
+                let (rest, reports) = crate::hunk::apply(p, &original, &file.hunks, false, &work)
+                    .map_err(|e| match e {
+                    PatchError::NoMatch { .. } | PatchError::Ambiguous { .. } => differs(),
+                    e => e,
+                })?;
+                if !rest.is_empty() || reports.iter().any(|r| !r.concessions.is_empty()) {
+                    return Err(differs());
+                }
+                hunks = reports;
+            }
+            let report = FileReport {
+                path: p.clone(),
+                from: None,
+                action: FileAction::Deleted,
+                hunks,
+            };
+            Planned {
+                op: op.clone(),
+                content: None,
+                report,
+            }
+        }
+    };
+    Ok(planned)
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use similar::TextDiff;
 
 use crate::Patch;
-use crate::hunk::{MAX_MATCH_WORK, Work};
+use crate::hunk::{Budget, MAX_MATCH_WORK, Work};
 use crate::model::Hunk;
 
 fn diff(a: &str, b: &str, context: usize) -> String {
@@ -22,7 +22,8 @@ fn apply(
     hunks: &[Hunk],
     lenient: bool,
 ) -> Result<(Vec<u8>, Vec<crate::HunkReport>), crate::PatchError> {
-    crate::hunk::apply(path, bytes, hunks, lenient, &Work::new(MAX_MATCH_WORK))
+    let budget = Budget::new(MAX_MATCH_WORK);
+    crate::hunk::apply(path, bytes, hunks, lenient, &Work::new(&budget))
 }
 
 fn hunks_of(patch_text: &str) -> Vec<Hunk> {

@@ -28,13 +28,12 @@
 //! the [`Store`] seam, so tests can make the k-th of them fail.
 
 use std::path::Path;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
 
 use crate::error::PatchError;
 use crate::model::Operation;
+use crate::parallel::in_parallel;
 use crate::plan::Plan;
 
 type Result<T> = std::result::Result<T, PatchError>;
@@ -165,77 +164,6 @@ enum Done<'p, A> {
         from: &'p str,
         to: &'p str,
     },
-}
-
-/// From this many files on, staging and releasing run on several threads.
-const PARALLEL_FROM: usize = 16;
-/// At most this many threads stage or release.
-const MAX_THREADS: usize = 4;
-
-/// How many threads to stage or release `count` files with.
-fn threads_for(count: usize) -> usize {
-    static AVAILABLE: OnceLock<usize> = OnceLock::new();
-    if count < PARALLEL_FROM {
-        return 1;
-    }
-    let available = *AVAILABLE.get_or_init(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
-    available.clamp(1, MAX_THREADS)
-}
-
-/// Runs `work` on every item, in contiguous chunks on up to
-/// [`threads_for`] threads (one of them the caller's), and returns the
-/// results in order. Once `work` fails (`stop` says so), later items not
-/// yet started are skipped (`None`).
-fn in_parallel<T: Send, R: Send>(
-    items: Vec<T>,
-    stop: impl Fn(&R) -> bool + Sync,
-    work: impl Fn(T) -> R + Sync,
-) -> Vec<Option<R>> {
-    let threads = threads_for(items.len());
-    let failed = AtomicBool::new(false);
-    let run = |chunk: Vec<T>| -> Vec<Option<R>> {
-        chunk
-            .into_iter()
-            .map(|item| {
-                if failed.load(Ordering::Relaxed) {
-                    return None;
-                }
-                let result = work(item);
-                if stop(&result) {
-                    failed.store(true, Ordering::Relaxed);
-                }
-                Some(result)
-            })
-            .collect()
-    };
-    if threads <= 1 {
-        return run(items);
-    }
-    let per = items.len().div_ceil(threads);
-    let mut chunks: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let mut items = items.into_iter();
-    loop {
-        let chunk: Vec<T> = items.by_ref().take(per).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        chunks.push(chunk);
-    }
-    let mut chunks = chunks.into_iter();
-    let first = chunks.next().unwrap_or_default();
-    std::thread::scope(|scope| {
-        let others: Vec<_> = chunks.map(|chunk| scope.spawn(|| run(chunk))).collect();
-        let mut results = run(first);
-        for other in others {
-            match other.join() {
-                Ok(more) => results.extend(more),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        results
-    })
 }
 
 /// Applies `plan` through `store`, all or nothing. Returns the temporary
@@ -790,6 +718,7 @@ rename to moved/new-name.txt
 
     #[test]
     fn large_patches_stage_on_threads_and_stay_all_or_nothing() {
+        use crate::parallel::{PARALLEL_FROM, threads_for};
         assert!(threads_for(35) >= 1 && threads_for(PARALLEL_FROM - 1) == 1);
         let (result, identical, after) = run_large(None, None);
         assert_eq!(result.ok(), Some(Vec::new()));
