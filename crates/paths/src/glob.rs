@@ -51,6 +51,11 @@ pub(crate) fn path_regex(root: &[u8]) -> String {
 /// valid UTF-8, one byte.
 const ONE_CHAR: &str = "(?:[^/]|(?-u:[\\x80-\\xFF]))";
 
+/// Any run of characters of a name. The same strings as `ONE_CHAR*` (every
+/// byte but `/`, one at a time), but a single byte class: an automaton a
+/// fraction of the size, built much faster.
+const ANY_CHARS: &str = "(?-u:[^/])*";
+
 /// Translate a glob to an anchored regex.
 ///
 /// # Errors
@@ -88,8 +93,7 @@ fn segment_regex(segment: &str, out: &mut String) -> Result<(), String> {
                 while chars.peek() == Some(&'*') {
                     chars.next();
                 }
-                out.push_str(ONE_CHAR);
-                out.push('*');
+                out.push_str(ANY_CHARS);
             }
             '?' => out.push_str(ONE_CHAR),
             '\\' => match chars.next() {
@@ -142,4 +146,31 @@ fn segment_regex(segment: &str, out: &mut String) -> Result<(), String> {
         return Err("`{` without `}`".to_owned());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ANY_CHARS, ONE_CHAR};
+    use proptest::prelude::*;
+    use regex_automata::meta::Regex;
+    use regex_automata::util::syntax;
+
+    fn anchored(body: &str) -> Regex {
+        Regex::builder()
+            .syntax(syntax::Config::new().utf8(false))
+            .configure(Regex::config().utf8_empty(false))
+            .build(&format!("^{body}$"))
+            .unwrap_or_else(|e| panic!("{body}: {e}"))
+    }
+
+    proptest! {
+        /// `*` compiles to a byte class; it must accept exactly the names
+        /// `ONE_CHAR*` accepts, valid UTF-8 or not.
+        #[test]
+        fn any_chars_is_one_char_repeated(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            let one = anchored(&format!("{ONE_CHAR}*"));
+            let any = anchored(ANY_CHARS);
+            prop_assert_eq!(one.is_match(&bytes[..]), any.is_match(&bytes[..]), "{:?}", bytes);
+        }
+    }
 }

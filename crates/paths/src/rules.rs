@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet, meta};
 
@@ -152,7 +153,11 @@ impl Rules {
                     .configure(
                         meta::Regex::config()
                             .match_kind(MatchKind::All)
-                            .utf8_empty(false),
+                            .utf8_empty(false)
+                            // Only which patterns match is asked, never
+                            // where: no capture states (a smaller
+                            // automaton, built in about half the time).
+                            .which_captures(WhichCaptures::None),
                     )
                     .build_many(&patterns)
                     .map_err(|e| invalid("blocked entries", e.to_string()))?,
