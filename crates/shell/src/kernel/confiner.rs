@@ -5,10 +5,10 @@
 //! that the caller keeps its rights, the spawn happens on another thread.
 //! Starting a thread, restricting it and dropping its capabilities for
 //! every command cost more than a tenth of spawning `/bin/true`; a confiner
-//! does that once and then serves commands for the rest of its domain's
-//! life ([`REUSE_FOR`] after the ruleset was built, as for a reused
-//! ruleset: the same grants, the same bound on how stale the `/etc` files
-//! it holds may get).
+//! does that once and then serves every command whose domain [`Key`] is
+//! equal — the same rules, and the same roots, program directories and
+//! `/etc` entries found by name, so exactly the grants a domain built for
+//! that command would have. It ends after [`WAIT`] without a command.
 //!
 //! A confiner serves one caller at a time: a caller takes it from the idle
 //! list (or starts one), hands it the command, and puts it back after. A
@@ -19,12 +19,19 @@
 use std::io;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 use tokio::runtime::Handle;
 
-use super::domain::{Domain, Key, REUSE_FOR, REUSE_SLOTS};
+use super::domain::{Domain, Key, REUSE_SLOTS};
+
+/// How long a confiner waits for a command before it ends.
+#[cfg(not(test))]
+pub(super) const WAIT: Duration = Duration::from_secs(60);
+/// (The unit tests wait for confiners to end: not that long.)
+#[cfg(test)]
+pub(super) const WAIT: Duration = Duration::from_millis(600);
 use super::enforcement::{Enforcement, KernelRefusal};
 use super::privileges::drop_all_capabilities;
 use super::rules::KernelRules;
@@ -108,7 +115,7 @@ enum Served {
 /// A thread restricted by the domain `key` identifies, waiting for jobs.
 struct Confiner {
     key: Key,
-    /// The domain's end of life, [`REUSE_FOR`] after its ruleset was built.
+    /// When its thread ends if no job comes ([`WAIT`] after the last one).
     until: Instant,
     jobs: Sender<Job>,
     done: Receiver<Done>,
@@ -137,8 +144,8 @@ impl Confiner {
                 }
             })?;
         let domain = Domain::build(rules, &key)?;
-        let until = domain.built() + REUSE_FOR;
         give.send(domain).map_err(|_| stopped())?;
+        let until = Instant::now() + WAIT;
         Ok(Self {
             key,
             until,
@@ -164,9 +171,8 @@ impl Confiner {
 }
 
 /// A confiner's thread: restrict, drop capabilities, then spawn what it is
-/// given until its domain's life is over.
+/// given until none comes for [`WAIT`].
 fn run(domain: Domain, queue: &Receiver<Job>, answer: &Sender<Done>, retired: &Mutex<bool>) {
-    let until = domain.built() + REUSE_FOR;
     let confined = domain.restrict_current_thread().and_then(|achieved| {
         if achieved != Enforcement::None {
             drop_all_capabilities()?;
@@ -174,7 +180,7 @@ fn run(domain: Domain, queue: &Receiver<Job>, answer: &Sender<Done>, retired: &M
         Ok(achieved)
     });
     loop {
-        let job = match queue.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        let job = match queue.recv_timeout(WAIT) {
             Ok(job) => job,
             Err(RecvTimeoutError::Disconnected) => return,
             Err(RecvTimeoutError::Timeout) => {
@@ -216,24 +222,23 @@ fn run(domain: Domain, queue: &Receiver<Job>, answer: &Sender<Done>, retired: &M
 }
 
 /// Idle confiners, at most [`REUSE_SLOTS`].
-static IDLE: Mutex<Vec<Confiner>> = Mutex::new(Vec::new());
+static WAITING: Mutex<Vec<Confiner>> = Mutex::new(Vec::new());
 
-/// An idle confiner for `key` whose domain is still current, after dropping
-/// those whose domain is not, or whose thread has ended (their threads end
-/// on their own).
+/// An idle confiner for `key`, after dropping those about to end or ended
+/// (their threads end on their own).
 fn take_idle(key: &Key) -> Option<Confiner> {
-    let mut idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut idle = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
     let now = Instant::now();
     idle.retain(|confiner| confiner.until > now && !confiner.thread.is_finished());
     let at = idle.iter().rposition(|confiner| confiner.key == *key)?;
     Some(idle.swap_remove(at))
 }
 
-fn put_idle(confiner: Confiner) {
-    if confiner.until <= Instant::now() {
-        return;
-    }
-    let mut idle = IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+fn put_idle(mut confiner: Confiner) {
+    // The thread's wait for the next job starts about now; a little early
+    // here, so that the list lets go of it first.
+    confiner.until = Instant::now() + WAIT - WAIT / 10;
+    let mut idle = WAITING.lock().unwrap_or_else(PoisonError::into_inner);
     if idle.len() >= REUSE_SLOTS {
         idle.remove(0);
     }

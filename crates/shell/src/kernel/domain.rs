@@ -5,7 +5,6 @@ use std::io;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, PathBeneath, PathFd, RestrictSelf,
@@ -35,12 +34,10 @@ pub(super) fn kernel_abi() -> u8 {
     )
 }
 
-/// A ruleset ready to be applied, the ABI level whose features it holds,
-/// and when it was built (it holds `/etc` files opened then).
+/// A ruleset ready to be applied, and the ABI level whose features it holds.
 pub(super) struct Domain {
     ruleset: RulesetCreated,
     level: u8,
-    built: Instant,
 }
 
 /// What the rules handle at ABI `level` (the accesses the domain denies
@@ -94,34 +91,20 @@ impl Domain {
         Some(Key::new(rules, &handled, level))
     }
 
-    /// Builds (or takes from the last second's) the ruleset `key`, made by
+    /// Builds (or takes from those kept) the ruleset `key`, made by
     /// [`Domain::key`] from the same `rules`, identifies.
     ///
     /// Paths that do not exist or cannot be opened get no rule: what they
     /// would have granted stays denied.
     pub(super) fn build(rules: &KernelRules, key: &Key) -> io::Result<Self> {
         let level = key.level;
-        if let Some((ruleset, built)) = reuse(key) {
-            return Ok(Self {
-                ruleset,
-                level,
-                built,
-            });
+        if let Some(ruleset) = reuse(key) {
+            return Ok(Self { ruleset, level });
         }
         let handled = Handled::new(rules, level);
-        let built = Instant::now();
         let ruleset = fresh(rules, &handled, key)?;
-        keep(key.clone(), built, &ruleset);
-        Ok(Self {
-            ruleset,
-            level,
-            built,
-        })
-    }
-
-    /// When this ruleset was built: it is used until [`REUSE_FOR`] after.
-    pub(super) fn built(&self) -> Instant {
-        self.built
+        keep(key.clone(), &ruleset);
+        Ok(Self { ruleset, level })
     }
 
     /// Restricts the calling thread (and every process it starts from now
@@ -137,43 +120,84 @@ impl Domain {
     }
 }
 
-/// What identifies a built ruleset: the rules, the ABI level, the program
-/// directories it grants and the identity (device, inode) of every root
-/// when it was built — a root replaced since (moved away, recreated) is a
-/// different key, so a reused ruleset never grants a directory the rules no
-/// longer name.
+/// What identifies a built ruleset: the rules, the ABI level, and the
+/// identity of everything it grants by name, as found now — every root and
+/// program directory (device, inode), and the directories holding the
+/// `/etc` entries (device, inode and modification time, which changes when
+/// one of them is added, removed or replaced). Landlock grants inodes, so a
+/// ruleset kept for an equal key grants exactly what one built now would;
+/// a root replaced since (moved away, recreated), a program directory
+/// swapped or an `/etc` file replaced makes a different key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Key {
-    read: Vec<(PathBuf, Option<(u64, u64)>)>,
-    write: Vec<(PathBuf, Option<(u64, u64)>)>,
-    program: Vec<PathBuf>,
+    read: Vec<(PathBuf, Option<Inode>)>,
+    write: Vec<(PathBuf, Option<Inode>)>,
+    program: Vec<(PathBuf, Option<Inode>)>,
+    etc: Vec<Option<(Inode, Modified)>>,
     restrict_files: bool,
     allow_network: bool,
     level: u8,
 }
 
-fn file_id(path: &Path) -> Option<(u64, u64)> {
+/// Device and inode: what a rule on a directory grants (everything beneath
+/// it, whatever is added or removed there).
+type Inode = (u64, u64);
+/// Modification time (seconds, nanoseconds).
+type Modified = (i64, i64);
+
+fn inode(path: &Path) -> Option<Inode> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// A directory's inode and modification time, which changes when one of
+/// its entries is added, removed or replaced.
+fn stamp(path: &Path) -> Option<(Inode, Modified)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .ok()
+        .map(|m| ((m.dev(), m.ino()), (m.mtime(), m.mtime_nsec())))
+}
+
+/// The directories holding the [`RUNTIME_ETC`] entries.
+fn etc_dirs() -> &'static [PathBuf] {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let mut dirs: Vec<PathBuf> = RUNTIME_ETC
+            .iter()
+            .filter_map(|entry| Path::new(entry).parent().map(Path::to_path_buf))
+            .collect();
+        dirs.sort();
+        dirs.dedup();
+        dirs
+    })
+}
+
 impl Key {
     fn new(rules: &KernelRules, handled: &Handled, level: u8) -> Self {
-        let with_id = |paths: &[PathBuf]| paths.iter().map(|p| (p.clone(), file_id(p))).collect();
+        let with_id = |paths: &[PathBuf]| paths.iter().map(|p| (p.clone(), inode(p))).collect();
+        let restricts_files = !handled.fs.is_empty();
         let program = match rules.program.as_deref() {
-            Some(program) if !handled.fs.is_empty() => {
+            Some(program) if restricts_files => {
                 let runtime = Runtime::get();
-                program_dirs(program)
+                let dirs: Vec<PathBuf> = program_dirs(program)
                     .into_iter()
                     .filter(|dir| !runtime.covers(dir))
-                    .collect()
+                    .collect();
+                with_id(&dirs)
             }
             _ => Vec::new(),
+        };
+        let etc = if restricts_files {
+            etc_dirs().iter().map(|dir| stamp(dir)).collect()
+        } else {
+            Vec::new()
         };
         Self {
             read: with_id(&rules.read),
             write: with_id(&rules.write),
             program,
+            etc,
             restrict_files: rules.restrict_files,
             allow_network: rules.allow_network,
             level,
@@ -181,35 +205,31 @@ impl Key {
     }
 }
 
-/// How long a built ruleset is reused for the same [`Key`]. Short, because
-/// the `/etc` files it holds can be replaced (a reused ruleset would keep
-/// granting the old file and not the new one, which only breaks the
-/// program, never widens what it may reach).
-pub(super) const REUSE_FOR: Duration = Duration::from_secs(1);
-/// How many built rulesets are kept.
+/// How many built rulesets are kept (the least recently used goes).
 pub(super) const REUSE_SLOTS: usize = 8;
 
-static REUSED: Mutex<Vec<(Key, Instant, RulesetCreated)>> = Mutex::new(Vec::new());
+static REUSED: Mutex<Vec<(Key, RulesetCreated)>> = Mutex::new(Vec::new());
 
-/// A handle on a ruleset recently built for `key`, and when it was built:
-/// the kernel lets one ruleset restrict any number of threads.
-fn reuse(key: &Key) -> Option<(RulesetCreated, Instant)> {
-    let kept = REUSED.lock().ok()?;
-    let (_, built, ruleset) = kept
-        .iter()
-        .find(|(k, built, _)| k == key && built.elapsed() < REUSE_FOR)?;
-    Some((ruleset.try_clone().ok()?, *built))
+/// A handle on a ruleset built for `key`: the kernel lets one ruleset
+/// restrict any number of threads.
+fn reuse(key: &Key) -> Option<RulesetCreated> {
+    let mut kept = REUSED.lock().ok()?;
+    let at = kept.iter().position(|(k, _)| k == key)?;
+    let entry = kept.remove(at);
+    let copy = entry.1.try_clone().ok();
+    kept.push(entry);
+    copy
 }
 
-fn keep(key: Key, built: Instant, ruleset: &RulesetCreated) {
+fn keep(key: Key, ruleset: &RulesetCreated) {
     let (Ok(mut kept), Ok(copy)) = (REUSED.lock(), ruleset.try_clone()) else {
         return;
     };
-    kept.retain(|(k, built, _)| *k != key && built.elapsed() < REUSE_FOR);
+    kept.retain(|(k, _)| *k != key);
     if kept.len() >= REUSE_SLOTS {
         kept.remove(0);
     }
-    kept.push((key, built, copy));
+    kept.push((key, copy));
 }
 
 /// Builds the ruleset for `rules` from scratch.
@@ -256,7 +276,7 @@ fn fresh(rules: &KernelRules, handled: &Handled, key: &Key) -> io::Result<Rulese
         let grants = key
             .program
             .iter()
-            .map(|p| (p.as_path(), read))
+            .map(|(p, _)| (p.as_path(), read))
             .chain(rules.read.iter().map(|p| (p.as_path(), read)))
             .chain(rules.write.iter().map(|p| (p.as_path(), all)));
         for (path, access) in grants {
@@ -328,4 +348,60 @@ fn beneath(path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Option<PathBene
         access & AccessFs::from_file(abi)
     };
     (!access.is_empty()).then(|| PathBeneath::new(fd, access))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_for(root: &Path) -> Key {
+        let rules = KernelRules::from_roots(Some([(root.to_path_buf(), true)]));
+        let level = kernel_abi();
+        assert!(level > 0, "these tests need Landlock");
+        Domain::key(&rules, level).expect("something to restrict")
+    }
+
+    #[test]
+    fn work_inside_a_root_keeps_its_key_but_replacing_the_root_does_not() {
+        let top = tempfile::tempdir().expect("tempdir");
+        let root = top.path().join("root");
+        std::fs::create_dir(&root).expect("mkdir");
+        let before = key_for(&root);
+        // Commands create and remove files in their roots all the time: the
+        // domain (a rule on the root's inode) is the same.
+        std::fs::write(root.join("new.txt"), "x").expect("write");
+        std::fs::remove_file(root.join("new.txt")).expect("remove");
+        assert_eq!(key_for(&root), before);
+        // A different directory under the same name is another domain.
+        std::fs::rename(&root, top.path().join("old")).expect("rename");
+        std::fs::create_dir(&root).expect("mkdir");
+        assert_ne!(key_for(&root), before);
+    }
+
+    #[test]
+    fn replacing_an_entry_changes_its_directory_stamp() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("resolv.conf"), "a").expect("write");
+        let before = stamp(dir.path());
+        assert!(before.is_some());
+        // The way tools replace `/etc` files: write aside, rename over.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(dir.path().join("resolv.conf.new"), "b").expect("write");
+        std::fs::rename(
+            dir.path().join("resolv.conf.new"),
+            dir.path().join("resolv.conf"),
+        )
+        .expect("rename");
+        assert_ne!(stamp(dir.path()), before);
+    }
+
+    #[test]
+    fn the_etc_directories_are_those_of_the_runtime_list() {
+        let dirs = etc_dirs();
+        assert!(dirs.contains(&PathBuf::from("/etc")));
+        for entry in RUNTIME_ETC {
+            let parent = Path::new(entry).parent().expect("a parent");
+            assert!(dirs.iter().any(|d| d == parent), "{entry}");
+        }
+    }
 }

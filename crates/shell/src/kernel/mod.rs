@@ -112,15 +112,16 @@
 //! command to a *confiner*: a thread of this library that set
 //! `no_new_privs`, restricted *itself* with the domain and dropped its
 //! capabilities when it started, and spawns the child inside the caller's
-//! Tokio runtime. A confiner serves every command whose rules, program
-//! directories and root identities give the same domain, for one second
-//! after its ruleset was built (then it ends, and the next command gets a
-//! fresh one: `/etc` files the ruleset holds are never more than that
-//! stale). The calling thread and every other thread of the host keep
-//! their rights (tested); no `unsafe` code and no `pre_exec` hook are
-//! involved. At most eight idle confiners wait at any time, each one
-//! thread. The hand-off to the confiner is most of the added cost per
-//! command (see `benches/kernel.rs`).
+//! Tokio runtime. A confiner serves every command whose domain would be the
+//! same: the same rules, and the same roots, program directories and
+//! `/etc` entries found by name (device and inode, and the modification
+//! time of the directories holding the `/etc` entries) — Landlock grants
+//! inodes, so it grants exactly what a domain built for that command
+//! would. It ends after a minute without a command. The calling thread and
+//! every other thread of the host keep their rights (tested); no `unsafe`
+//! code and no `pre_exec` hook are involved. At most eight idle confiners
+//! wait at any time, each one thread. The hand-off to the confiner is most
+//! of the added cost per command (see `benches/kernel.rs`).
 
 mod enforcement;
 mod rules;
