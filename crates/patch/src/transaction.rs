@@ -348,15 +348,78 @@ mod tests {
     use super::*;
     use crate::{Patch, PatchPolicyConfig, plan};
 
-    /// Wraps a store and makes one operation fail: the k-th staging write,
-    /// or the k-th step that changes the tree (replace, create, set aside,
-    /// rename).
-    struct Faulty<S> {
+    /// When a [`Hooked`] store calls its hook.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Moment {
+        /// Before a staging write.
+        Stage,
+        /// Before a step that changes the tree: replace, create, set aside,
+        /// remove, rename.
+        Change,
+    }
+
+    /// Wraps a store and calls `hook` before each staging write and each
+    /// step that changes the tree; an error from the hook becomes that
+    /// operation's (a staged file it was given is discarded).
+    struct Hooked<S, H> {
         inner: S,
-        fail_stage: Option<usize>,
-        fail_rename: Option<usize>,
-        stages: AtomicUsize,
-        renames: usize,
+        hook: H,
+    }
+
+    impl<S: Store, H: Fn(Moment, &str) -> Result<()> + Sync> Hooked<S, H> {
+        fn put(&mut self, path: &str, staged: S::Staged) -> Result<S::Staged> {
+            match (self.hook)(Moment::Change, path) {
+                Ok(()) => Ok(staged),
+                Err(e) => {
+                    self.inner.discard(path, staged)?;
+                    Err(e)
+                }
+            }
+        }
+    }
+
+    impl<S: Store, H: Fn(Moment, &str) -> Result<()> + Sync> Store for Hooked<S, H> {
+        type Staged = S::Staged;
+        type Aside = S::Aside;
+        fn stage(&self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
+            (self.hook)(Moment::Stage, path)?;
+            self.inner.stage(path, bytes)
+        }
+        fn discard(&self, path: &str, staged: S::Staged) -> Result<()> {
+            self.inner.discard(path, staged)
+        }
+        fn replace(&mut self, path: &str, staged: S::Staged) -> Result<S::Aside> {
+            let staged = self.put(path, staged)?;
+            self.inner.replace(path, staged)
+        }
+        fn create(&mut self, path: &str, staged: S::Staged) -> Result<()> {
+            let staged = self.put(path, staged)?;
+            self.inner.create(path, staged)
+        }
+        fn set_aside(&mut self, path: &str) -> Result<S::Aside> {
+            (self.hook)(Moment::Change, path)?;
+            self.inner.set_aside(path)
+        }
+        fn restore(&mut self, path: &str, aside: S::Aside) -> Result<()> {
+            self.inner.restore(path, aside)
+        }
+        fn release(&self, path: &str, aside: S::Aside) -> Result<()> {
+            self.inner.release(path, aside)
+        }
+        fn remove_file(&mut self, path: &str) -> Result<()> {
+            (self.hook)(Moment::Change, path)?;
+            self.inner.remove_file(path)
+        }
+        fn rename(&mut self, from: &str, to: &str) -> Result<()> {
+            (self.hook)(Moment::Change, to)?;
+            self.inner.rename(from, to)
+        }
+        fn create_dir(&mut self, path: &str) -> Result<()> {
+            self.inner.create_dir(path)
+        }
+        fn remove_dir(&mut self, path: &str) -> Result<()> {
+            self.inner.remove_dir(path)
+        }
     }
 
     fn injected(op: &'static str, path: &str) -> PatchError {
@@ -371,76 +434,33 @@ mod tests {
         }
     }
 
-    impl<S: Store> Faulty<S> {
-        fn new(inner: S, fail_stage: Option<usize>, fail_rename: Option<usize>) -> Self {
-            Faulty {
-                inner,
-                fail_stage,
-                fail_rename,
-                stages: AtomicUsize::new(0),
-                renames: 0,
-            }
-        }
-
-        fn rename_fault(&mut self, path: &str) -> Result<()> {
-            self.renames += 1;
-            if self.fail_rename == Some(self.renames) {
-                return Err(injected("rename", path));
-            }
-            Ok(())
-        }
+    /// How many staging writes and tree changes a [`faulty`] store saw.
+    #[derive(Default)]
+    struct Counts {
+        stages: AtomicUsize,
+        changes: AtomicUsize,
     }
 
-    impl<S: Store> Store for Faulty<S> {
-        type Staged = S::Staged;
-        type Aside = S::Aside;
-        fn stage(&self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
-            let k = self.stages.fetch_add(1, AtomicOrdering::SeqCst) + 1;
-            if self.fail_stage == Some(k) {
-                return Err(injected("stage", path));
+    /// A store whose `fail_stage`-th staging write or `fail_change`-th tree
+    /// change (1-based) fails.
+    fn faulty<'c, S: Store>(
+        inner: S,
+        counts: &'c Counts,
+        fail_stage: Option<usize>,
+        fail_change: Option<usize>,
+    ) -> Hooked<S, impl Fn(Moment, &str) -> Result<()> + Sync + 'c> {
+        let hook = move |moment: Moment, path: &str| {
+            let (count, fail, op) = match moment {
+                Moment::Stage => (&counts.stages, fail_stage, "stage"),
+                Moment::Change => (&counts.changes, fail_change, "rename"),
+            };
+            let k = count.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+            if fail == Some(k) {
+                return Err(injected(op, path));
             }
-            self.inner.stage(path, bytes)
-        }
-        fn discard(&self, path: &str, staged: S::Staged) -> Result<()> {
-            self.inner.discard(path, staged)
-        }
-        fn replace(&mut self, path: &str, staged: S::Staged) -> Result<S::Aside> {
-            if let Err(e) = self.rename_fault(path) {
-                self.inner.discard(path, staged)?;
-                return Err(e);
-            }
-            self.inner.replace(path, staged)
-        }
-        fn create(&mut self, path: &str, staged: S::Staged) -> Result<()> {
-            if let Err(e) = self.rename_fault(path) {
-                self.inner.discard(path, staged)?;
-                return Err(e);
-            }
-            self.inner.create(path, staged)
-        }
-        fn set_aside(&mut self, path: &str) -> Result<S::Aside> {
-            self.rename_fault(path)?;
-            self.inner.set_aside(path)
-        }
-        fn restore(&mut self, path: &str, aside: S::Aside) -> Result<()> {
-            self.inner.restore(path, aside)
-        }
-        fn release(&self, path: &str, aside: S::Aside) -> Result<()> {
-            self.inner.release(path, aside)
-        }
-        fn remove_file(&mut self, path: &str) -> Result<()> {
-            self.inner.remove_file(path)
-        }
-        fn rename(&mut self, from: &str, to: &str) -> Result<()> {
-            self.rename_fault(to)?;
-            self.inner.rename(from, to)
-        }
-        fn create_dir(&mut self, path: &str) -> Result<()> {
-            self.inner.create_dir(path)
-        }
-        fn remove_dir(&mut self, path: &str) -> Result<()> {
-            self.inner.remove_dir(path)
-        }
+            Ok(())
+        };
+        Hooked { inner, hook }
     }
 
     /// Every entry under `root`: content (`None` for a directory) and mode.
@@ -539,6 +559,30 @@ rename to moved/new-name.txt
     /// the last two simulated by [`Beneath::simulate_missing`].
     const FILE_SYSTEMS: [(bool, bool); 3] = [(false, false), (true, false), (true, true)];
 
+    /// The policy's handle on `root` (on a file system lacking what
+    /// `missing` says, see [`FILE_SYSTEMS`]) and the plan of `text` there.
+    fn plan_in(root: &Path, text: &str, (no_exchange, no_links): (bool, bool)) -> (Beneath, Plan) {
+        let policy = PathPolicy::builder()
+            .allow(root)
+            .build()
+            .unwrap_or_else(|e| panic!("policy: {e}"));
+        let mut beneath = policy
+            .open_beneath()
+            .unwrap_or_else(|e| panic!("beneath: {e}"));
+        beneath.simulate_missing(no_exchange, no_links);
+        let config = PatchPolicyConfig::default();
+        let ctx = plan::Context {
+            policy: &policy,
+            beneath: &beneath,
+            fs: &RealFs,
+            base: root,
+            config: &config,
+        };
+        let patch = Patch::parse(text).unwrap_or_else(|e| panic!("parse: {e}"));
+        let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
+        (beneath, planned)
+    }
+
     fn run(
         fail_stage: Option<usize>,
         fail_rename: Option<usize>,
@@ -553,32 +597,13 @@ rename to moved/new-name.txt
     ) -> (Result<()>, usize, usize, bool, Snapshot) {
         let (_dir, root) = setup();
         let before = snapshot(&root);
-        let policy = PathPolicy::builder()
-            .allow(&root)
-            .build()
-            .unwrap_or_else(|e| panic!("policy: {e}"));
-        let mut beneath = policy
-            .open_beneath()
-            .unwrap_or_else(|e| panic!("beneath: {e}"));
-        beneath.simulate_missing(no_exchange, no_links);
-        let config = PatchPolicyConfig::default();
-        let ctx = plan::Context {
-            policy: &policy,
+        let (beneath, planned) = plan_in(&root, PATCH, (no_exchange, no_links));
+        let counts = Counts::default();
+        let inner = BeneathStore {
             beneath: &beneath,
-            fs: &RealFs,
             base: &root,
-            config: &config,
         };
-        let patch = Patch::parse(PATCH).unwrap_or_else(|e| panic!("parse: {e}"));
-        let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
-        let mut store = Faulty::new(
-            BeneathStore {
-                beneath: &beneath,
-                base: &root,
-            },
-            fail_stage,
-            fail_rename,
-        );
+        let mut store = faulty(inner, &counts, fail_stage, fail_rename);
         let result = execute(&mut store, &planned).map(|left_over| {
             assert_eq!(left_over, Vec::<String>::new());
         });
@@ -586,8 +611,8 @@ rename to moved/new-name.txt
         let identical = after == before;
         (
             result,
-            store.stages.load(AtomicOrdering::SeqCst),
-            store.renames,
+            counts.stages.load(AtomicOrdering::SeqCst),
+            counts.changes.load(AtomicOrdering::SeqCst),
             identical,
             after,
         )
@@ -686,31 +711,13 @@ rename to moved/new-name.txt
     ) -> (Result<Vec<String>>, bool, Snapshot) {
         let (_dir, root, text) = large();
         let before = snapshot(&root);
-        let policy = PathPolicy::builder()
-            .allow(&root)
-            .build()
-            .unwrap_or_else(|e| panic!("policy: {e}"));
-        let beneath = policy
-            .open_beneath()
-            .unwrap_or_else(|e| panic!("beneath: {e}"));
-        let config = PatchPolicyConfig::default();
-        let ctx = plan::Context {
-            policy: &policy,
+        let (beneath, planned) = plan_in(&root, &text, (false, false));
+        let counts = Counts::default();
+        let inner = BeneathStore {
             beneath: &beneath,
-            fs: &RealFs,
             base: &root,
-            config: &config,
         };
-        let patch = Patch::parse(&text).unwrap_or_else(|e| panic!("parse: {e}"));
-        let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
-        let mut store = Faulty::new(
-            BeneathStore {
-                beneath: &beneath,
-                base: &root,
-            },
-            fail_stage,
-            fail_rename,
-        );
+        let mut store = faulty(inner, &counts, fail_stage, fail_rename);
         let result = execute(&mut store, &planned);
         let after = snapshot(&root);
         (result, after == before, after)
@@ -755,74 +762,6 @@ rename to moved/new-name.txt
         }
     }
 
-    /// Swaps `sub/` for a link to `outside/` just before the first staging
-    /// write or the first rename: the race a check-then-use applier loses.
-    struct Swapper<'a, S> {
-        inner: S,
-        root: &'a Path,
-        outside: &'a Path,
-        before_stage: bool,
-        swapped: std::sync::atomic::AtomicBool,
-    }
-
-    impl<S> Swapper<'_, S> {
-        fn swap(&self) {
-            if !self.swapped.swap(true, AtomicOrdering::SeqCst) {
-                let sub = self.root.join("sub");
-                std::fs::rename(&sub, self.root.join("sub.moved"))
-                    .unwrap_or_else(|e| panic!("rename: {e}"));
-                std::os::unix::fs::symlink(self.outside, &sub)
-                    .unwrap_or_else(|e| panic!("symlink: {e}"));
-            }
-        }
-    }
-
-    impl<S: Store> Store for Swapper<'_, S> {
-        type Staged = S::Staged;
-        type Aside = S::Aside;
-        fn stage(&self, path: &str, bytes: &[u8]) -> Result<S::Staged> {
-            if self.before_stage {
-                self.swap();
-            }
-            self.inner.stage(path, bytes)
-        }
-        fn discard(&self, path: &str, staged: S::Staged) -> Result<()> {
-            self.inner.discard(path, staged)
-        }
-        fn replace(&mut self, path: &str, staged: S::Staged) -> Result<S::Aside> {
-            self.swap();
-            self.inner.replace(path, staged)
-        }
-        fn create(&mut self, path: &str, staged: S::Staged) -> Result<()> {
-            self.swap();
-            self.inner.create(path, staged)
-        }
-        fn set_aside(&mut self, path: &str) -> Result<S::Aside> {
-            self.swap();
-            self.inner.set_aside(path)
-        }
-        fn restore(&mut self, path: &str, aside: S::Aside) -> Result<()> {
-            self.inner.restore(path, aside)
-        }
-        fn release(&self, path: &str, aside: S::Aside) -> Result<()> {
-            self.inner.release(path, aside)
-        }
-        fn remove_file(&mut self, path: &str) -> Result<()> {
-            self.swap();
-            self.inner.remove_file(path)
-        }
-        fn rename(&mut self, from: &str, to: &str) -> Result<()> {
-            self.swap();
-            self.inner.rename(from, to)
-        }
-        fn create_dir(&mut self, path: &str) -> Result<()> {
-            self.inner.create_dir(path)
-        }
-        fn remove_dir(&mut self, path: &str) -> Result<()> {
-            self.inner.remove_dir(path)
-        }
-    }
-
     fn race(before_stage: bool) -> (Result<()>, Snapshot) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
         let top = dir
@@ -835,34 +774,28 @@ rename to moved/new-name.txt
         std::fs::write(root.join("sub/file.txt"), "a\n").unwrap_or_else(|e| panic!("write: {e}"));
         std::fs::write(outside.join("file.txt"), "a\n").unwrap_or_else(|e| panic!("write: {e}"));
         let outside_before = snapshot(&outside);
-        let policy = PathPolicy::builder()
-            .allow(&root)
-            .build()
-            .unwrap_or_else(|e| panic!("policy: {e}"));
-        let beneath = policy
-            .open_beneath()
-            .unwrap_or_else(|e| panic!("beneath: {e}"));
-        let config = PatchPolicyConfig::default();
-        let ctx = plan::Context {
-            policy: &policy,
-            beneath: &beneath,
-            fs: &RealFs,
-            base: &root,
-            config: &config,
-        };
         let text = "--- a/sub/file.txt\n+++ b/sub/file.txt\n@@ -1 +1 @@\n-a\n+pwned\n--- /dev/null\n+++ b/sub/new.txt\n@@ -0,0 +1 @@\n+pwned\n";
-        let patch = Patch::parse(text).unwrap_or_else(|e| panic!("parse: {e}"));
-        let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));
-        let mut store = Swapper {
-            inner: BeneathStore {
-                beneath: &beneath,
-                base: &root,
-            },
-            root: &root,
-            outside: &outside,
-            before_stage,
-            swapped: std::sync::atomic::AtomicBool::new(false),
+        let (beneath, planned) = plan_in(&root, text, (false, false));
+        // Swaps `sub/` for a link to `outside/` just before the first
+        // staging write or the first change: the race a check-then-use
+        // applier loses.
+        let swapped = std::sync::atomic::AtomicBool::new(false);
+        let swap = |moment: Moment, _: &str| {
+            let due = before_stage || moment == Moment::Change;
+            if due && !swapped.swap(true, AtomicOrdering::SeqCst) {
+                let sub = root.join("sub");
+                std::fs::rename(&sub, root.join("sub.moved"))
+                    .unwrap_or_else(|e| panic!("rename: {e}"));
+                std::os::unix::fs::symlink(&outside, &sub)
+                    .unwrap_or_else(|e| panic!("symlink: {e}"));
+            }
+            Ok(())
         };
+        let inner = BeneathStore {
+            beneath: &beneath,
+            base: &root,
+        };
+        let mut store = Hooked { inner, hook: swap };
         let result = execute(&mut store, &planned).map(|_| ());
         assert_eq!(
             snapshot(&outside),

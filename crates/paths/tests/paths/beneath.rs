@@ -290,68 +290,37 @@ fn staged_files_commit_atomically_or_vanish() {
     assert_no_temp_files(&f.root.join("sub"));
 }
 
+/// `replace` keeps the old file aside — exchanged (`RENAME_EXCHANGE`), or
+/// where the file system lacks that, by a hard link, or lacking those too,
+/// as a copy — and puts it back exactly (the same file where it was kept by
+/// name, and the same content and mode always), or removes every trace.
 #[test]
 fn replace_keeps_the_old_file_aside_and_restores_it_exactly() {
-    let f = fixture();
-    let path = f.root.join("a.txt");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
-    let inode = std::fs::metadata(&path).unwrap().ino();
-    let staged = f.files.stage(&f.root, "a.txt", b"new content").unwrap();
-    let aside = f.files.replace(staged).unwrap();
-    assert_eq!(aside.target(), path);
-    assert_eq!(std::fs::read(&path).unwrap(), b"new content");
-    assert_eq!(
-        std::fs::metadata(&path).unwrap().mode() & 0o777,
-        0o751,
-        "the replacement takes the old file's mode"
-    );
-    // Undo: the very same inode is back, mode and all, and nothing is left.
-    f.files.restore(aside).unwrap();
-    let meta = std::fs::metadata(&path).unwrap();
-    assert_eq!(std::fs::read(&path).unwrap(), b"inside");
-    assert_eq!((meta.ino(), meta.mode() & 0o777), (inode, 0o751));
-    assert_no_temp_files(&f.root);
-
-    // Done: the old file is released, the new content stays.
-    let staged = f.files.stage(&f.root, "a.txt", b"final").unwrap();
-    let aside = f.files.replace(staged).unwrap();
-    f.files.release(aside).unwrap();
-    assert_eq!(std::fs::read(&path).unwrap(), b"final");
-    assert_no_temp_files(&f.root);
-}
-
-/// Without `RENAME_EXCHANGE` (kept by a hard link) and without hard links
-/// either (kept as a copy), `replace` still puts the old file back exactly
-/// (content and mode) or removes every trace of it.
-#[test]
-fn replace_falls_back_to_a_hard_link_then_to_a_copy() {
-    for (exchange, hard_links) in [(true, false), (true, true)] {
+    for (no_exchange, no_links) in [(false, false), (true, false), (true, true)] {
         let mut f = fixture();
-        f.files.simulate_missing(exchange, hard_links);
+        f.files.simulate_missing(no_exchange, no_links);
         let path = f.root.join("a.txt");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o751)).unwrap();
         let inode = std::fs::metadata(&path).unwrap().ino();
-        let links_before = std::fs::metadata(&path).unwrap().nlink();
         let staged = f.files.stage(&f.root, "a.txt", b"new content").unwrap();
         let aside = f.files.replace(staged).unwrap();
+        assert_eq!(aside.target(), path);
         assert_eq!(std::fs::read(&path).unwrap(), b"new content");
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().mode() & 0o777,
+            0o751,
+            "the replacement takes the old file's mode"
+        );
         f.files.restore(aside).unwrap();
         let meta = std::fs::metadata(&path).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"inside");
-        assert_eq!(
-            meta.mode() & 0o777,
-            0o751,
-            "hard_links missing: {hard_links}"
-        );
-        if !hard_links {
-            assert_eq!(
-                (meta.ino(), meta.nlink()),
-                (inode, links_before),
-                "the same file"
-            );
+        assert_eq!(meta.mode() & 0o777, 0o751, "no links: {no_links}");
+        if !no_links {
+            assert_eq!((meta.ino(), meta.nlink()), (inode, 1), "the very same file");
         }
         assert_no_temp_files(&f.root);
 
+        // Done: the old file is released, the new content stays.
         let staged = f.files.stage(&f.root, "a.txt", b"final").unwrap();
         let aside = f.files.replace(staged).unwrap();
         f.files.release(aside).unwrap();
