@@ -2,7 +2,9 @@
 //!
 //! Exactly the eight tools are served. A refusal, a failure or malformed
 //! arguments come back as a tool result with `isError: true` and a short
-//! text for the model — never a protocol error, never a crash. Each call
+//! text for the model — never a crash. Only a tool name that is not one of
+//! the eight is a protocol error (JSON-RPC invalid params, as the MCP
+//! specification says), naming the eight. Each call
 //! writes one JSON line (tool, decision, rule, duration) to the
 //! [`CallLog`]; nothing but protocol messages ever goes to stdout.
 
@@ -17,8 +19,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
-use crate::Toolbox;
 use crate::calllog::CallLog;
+use crate::{ToolError, Toolbox};
 
 /// The MCP server: a [`Toolbox`] and a [`CallLog`].
 #[derive(Clone)]
@@ -89,7 +91,15 @@ impl McpServer {
             .map_err(|e| McpError::Run(e.to_string()))
     }
 
-    async fn call(&self, name: &str, arguments: Option<Map<String, Value>>) -> CallToolResult {
+    /// Runs one call and logs it. An unknown tool name is a protocol error
+    /// (JSON-RPC "invalid params", as the MCP specification has it); every
+    /// other failure, malformed arguments included, is a tool error the
+    /// model sees and can correct.
+    async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+    ) -> Result<CallToolResult, ErrorData> {
         let arguments = arguments.map_or(Value::Null, Value::Object);
         let (result, record) = self.toolbox.call_recorded(name, arguments).await;
         self.log.record(&record);
@@ -97,9 +107,14 @@ impl McpServer {
             Ok(output) => {
                 let mut result = CallToolResult::success(vec![ContentBlock::text(output.text)]);
                 result.structured_content = Some(output.structured);
-                result
+                Ok(result)
             }
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_model_text())]),
+            Err(error @ ToolError::UnknownTool { .. }) => {
+                Err(ErrorData::invalid_params(error.to_model_text(), None))
+            }
+            Err(error) => Ok(CallToolResult::error(vec![ContentBlock::text(
+                error.to_model_text(),
+            )])),
         }
     }
 }
@@ -144,6 +159,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        Ok(self.call(&request.name, request.arguments).await.into())
+        self.call(&request.name, request.arguments)
+            .await
+            .map(Into::into)
     }
 }

@@ -215,7 +215,6 @@ async fn rmcp_client_drives_every_tool() {
             "invalid arguments",
             "",
         ),
-        ("no_such_tool", json!({}), true, "unknown tool", ""),
     ];
     let mut failures = Vec::new();
     for (tool, args, want_error, must, must_not) in &calls {
@@ -231,6 +230,22 @@ async fn rmcp_client_drives_every_tool() {
             ));
         }
     }
+    // An unknown tool is a protocol error (JSON-RPC invalid params, as the
+    // MCP specification says), naming the tools there are; it is logged too.
+    let Value::Object(none) = json!({}) else {
+        unreachable!()
+    };
+    let unknown = client
+        .call_tool(CallToolRequestParams::new("no_such_tool").with_arguments(none))
+        .await
+        .expect_err("an unknown tool is not a tool result");
+    let message = unknown.to_string();
+    assert!(
+        message.contains("-32602")
+            && message.contains("unknown tool")
+            && message.contains("read_file"),
+        "{message}"
+    );
     assert_eq!(
         std::fs::read_to_string(tree.root.join("edit.txt")).unwrap(),
         "one\nTWO\nthree\n"
@@ -245,7 +260,13 @@ async fn rmcp_client_drives_every_tool() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("JSON line"))
         .collect();
-    assert_eq!(lines.len(), calls.len(), "{log}");
+    assert_eq!(lines.len(), calls.len() + 1, "{log}");
+    let last = lines.last().expect("the unknown tool's line");
+    assert_eq!(
+        (last["tool"].as_str(), last["decision"].as_str()),
+        (Some("no_such_tool"), Some("error")),
+        "{last}"
+    );
     for (line, (tool, _, want_error, ..)) in lines.iter().zip(&calls) {
         assert_eq!(line["tool"], *tool);
         assert_eq!(line["decision"] == "allow", !want_error, "{line}");
