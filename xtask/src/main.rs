@@ -106,8 +106,18 @@ fn bench(args: &[String]) -> bool {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"));
+    // The bench profile writes to the same `release/` directory and would
+    // rebuild the binary there without the release profile's LTO: time a
+    // copy of the release build.
+    let bin = target.join("xtask-bench").join("agentcaps");
+    let copied = std::fs::create_dir_all(target.join("xtask-bench"))
+        .and_then(|()| std::fs::copy(target.join("release/agentcaps"), &bin));
+    if let Err(e) = copied {
+        eprintln!("xtask bench: cannot copy the release binary: {e}");
+        return false;
+    }
     let mut c = cargo(&["bench"]);
-    c.env("AGENTCAPS_BIN", target.join("release/agentcaps"));
+    c.env("AGENTCAPS_BIN", &bin);
     for p in PUBLISHED {
         c.args(["-p", p]);
     }
