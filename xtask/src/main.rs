@@ -103,8 +103,10 @@ fn bench(args: &[String]) -> bool {
     ])) {
         return false;
     }
+    // Absolute: the patch bench runs the binary from other directories.
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
+        .map(|dir| std::env::current_dir().map_or(dir.clone(), |cwd| cwd.join(dir)))
         .unwrap_or_else(|| workspace_root().join("target"));
     // The bench profile writes to the same `release/` directory and would
     // rebuild the binary there without the release profile's LTO: time a
