@@ -28,7 +28,7 @@ use super::domain::{Domain, Key, REUSE_SLOTS};
 
 /// How long a confiner waits for a command before it ends.
 #[cfg(not(test))]
-pub(super) const WAIT: Duration = Duration::from_secs(60);
+pub(super) const WAIT: Duration = Duration::from_secs(300);
 /// (The unit tests wait for confiners to end: not that long.)
 #[cfg(test)]
 pub(super) const WAIT: Duration = Duration::from_millis(600);

@@ -117,7 +117,7 @@
 //! `/etc` entries found by name (device and inode, and the modification
 //! time of the directories holding the `/etc` entries) — Landlock grants
 //! inodes, so it grants exactly what a domain built for that command
-//! would. It ends after a minute without a command. The calling thread and
+//! would. It ends after five minutes without a command. The calling thread and
 //! every other thread of the host keep their rights (tested); no `unsafe`
 //! code and no `pre_exec` hook are involved. At most eight idle confiners
 //! wait at any time, each one thread. The hand-off to the confiner is most
