@@ -900,10 +900,13 @@ impl Beneath {
     fn copy_of(&self, staged: &Staged) -> Result<Kept, PathError> {
         let location = &staged.target;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(&staged.dir, staged.name.as_os_str(), flags, Mode::empty())
-            .map_err(|e| errno_io("open", location, e))?;
-        let stat = rustix::fs::fstat(&fd).map_err(|e| errno_io("fstat", location, e))?;
         let spelling = location.display().to_string();
+        let fd = rustix::fs::openat(&staged.dir, staged.name.as_os_str(), flags, Mode::empty())
+            .map_err(|e| match e {
+                Errno::LOOP => self.changed(&spelling, location, "a link took its place"),
+                other => errno_io("open", location, other),
+            })?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| errno_io("fstat", location, e))?;
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(self.changed(&spelling, location, "it is not a regular file"));
         }

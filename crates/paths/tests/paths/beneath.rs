@@ -357,6 +357,40 @@ fn replace_refuses_a_directory_swapped_in_and_leaves_it_where_it_was() {
     assert_no_temp_files(&f.root);
 }
 
+/// Between staging and replacing, the target becomes a link to a file
+/// outside: the exchange moves the link itself aside (it is never
+/// followed), the outside file is untouched, and releasing removes the
+/// link, not what it points to.
+#[test]
+fn a_link_swapped_in_for_the_target_is_replaced_never_followed() {
+    for (no_exchange, no_links) in [(false, false), (true, false), (true, true)] {
+        let mut f = fixture();
+        f.files.simulate_missing(no_exchange, no_links);
+        let staged = f.files.stage(&f.root, "a.txt", b"mine").unwrap();
+        std::fs::remove_file(f.root.join("a.txt")).unwrap();
+        symlink(f.outside.join("secret"), f.root.join("a.txt")).unwrap();
+        match f.files.replace(staged) {
+            Ok(aside) => f.files.release(aside).unwrap(),
+            // Without hard links, the copy kept for undoing must be of a
+            // regular file: a link is refused.
+            Err(err) => assert!(
+                no_links && matches!(err, PathError::Changed { .. }),
+                "{err}"
+            ),
+        }
+        assert_eq!(std::fs::read(f.outside.join("secret")).unwrap(), b"SECRET");
+        let meta = std::fs::symlink_metadata(f.root.join("a.txt")).unwrap();
+        if no_links {
+            assert!(meta.file_type().is_symlink() || meta.is_file());
+        } else {
+            assert!(meta.is_file(), "the link was replaced by the staged file");
+            assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"mine");
+        }
+        assert_no_temp_files(&f.root);
+        assert_no_temp_files(&f.outside);
+    }
+}
+
 #[test]
 fn replace_of_a_vanished_file_fails_and_leaves_nothing() {
     let f = fixture();
