@@ -102,7 +102,7 @@ impl Domain {
             return Ok(Self { ruleset, level });
         }
         let handled = Handled::new(rules, level);
-        let ruleset = fresh(rules, &handled, key)?;
+        let ruleset = fresh(&handled, key)?;
         keep(key.clone(), &ruleset);
         Ok(Self { ruleset, level })
     }
@@ -232,8 +232,8 @@ fn keep(key: Key, ruleset: &RulesetCreated) {
     kept.push((key, copy));
 }
 
-/// Builds the ruleset for `rules` from scratch.
-fn fresh(rules: &KernelRules, handled: &Handled, key: &Key) -> io::Result<RulesetCreated> {
+/// Builds the ruleset `key` describes from scratch.
+fn fresh(handled: &Handled, key: &Key) -> io::Result<RulesetCreated> {
     let level = key.level;
     let mut ruleset = Ruleset::default();
     if !handled.fs.is_empty() {
@@ -273,14 +273,17 @@ fn fresh(rules: &KernelRules, handled: &Handled, key: &Key) -> io::Result<Rulese
                     .map_err(landlock_error)?;
             }
         }
+        // The key's paths, in the rules' order, with the identity each had
+        // when the key was made: a path that now opens to another file is
+        // refused, so a kept ruleset always grants what its key says.
         let grants = key
             .program
             .iter()
-            .map(|(p, _)| (p.as_path(), read))
-            .chain(rules.read.iter().map(|p| (p.as_path(), read)))
-            .chain(rules.write.iter().map(|p| (p.as_path(), all)));
-        for (path, access) in grants {
-            if let Some(rule) = beneath(path, access, abi) {
+            .map(|(p, id)| (p, *id, read))
+            .chain(key.read.iter().map(|(p, id)| (p, *id, read)))
+            .chain(key.write.iter().map(|(p, id)| (p, *id, all)));
+        for (path, expected, access) in grants {
+            if let Some(rule) = beneath(path, expected, access, abi)? {
                 ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
             }
         }
@@ -335,19 +338,43 @@ impl Runtime {
 }
 
 /// A rule granting `access` beneath `path` (masked to what a file can carry
-/// when `path` is not a directory); `None` when `path` cannot be opened.
-fn beneath(path: &Path, access: BitFlags<AccessFs>, abi: ABI) -> Option<PathBeneath<PathFd>> {
-    // The kind only narrows the rights to what the kernel accepts on a file;
-    // if the path changes kind before the open, the kernel refuses the rule
-    // (EINVAL) or the rule grants no more than `access`.
-    let is_dir = std::fs::metadata(path).ok()?.is_dir();
-    let fd = PathFd::new(path).ok()?;
+/// when `path` is not a directory); `None` when `path` cannot be opened and
+/// did not exist when the key was made either.
+///
+/// # Errors
+///
+/// `path` opens to another file than the one the key recorded (`expected`):
+/// it was replaced meanwhile, and the command is not run.
+fn beneath(
+    path: &Path,
+    expected: Option<Inode>,
+    access: BitFlags<AccessFs>,
+    abi: ABI,
+) -> io::Result<Option<PathBeneath<PathFd>>> {
+    let opened = PathFd::new(path).ok().and_then(|fd| {
+        let stat = rustix::fs::fstat(fd.as_fd()).ok()?;
+        Some((fd, stat))
+    });
+    let found = opened.as_ref().map(|(_, stat)| (stat.st_dev, stat.st_ino));
+    if found != expected {
+        return Err(io::Error::other(format!(
+            "{} was replaced while the Landlock domain was being built; run the command again",
+            path.display()
+        )));
+    }
+    let Some((fd, stat)) = opened else {
+        return Ok(None);
+    };
+    // The kind, from the opened file itself, narrows the rights to what the
+    // kernel accepts on a file.
+    let is_dir =
+        rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Directory;
     let access = if is_dir {
         access
     } else {
         access & AccessFs::from_file(abi)
     };
-    (!access.is_empty()).then(|| PathBeneath::new(fd, access))
+    Ok((!access.is_empty()).then(|| PathBeneath::new(fd, access)))
 }
 
 #[cfg(test)]
@@ -376,6 +403,24 @@ mod tests {
         std::fs::rename(&root, top.path().join("old")).expect("rename");
         std::fs::create_dir(&root).expect("mkdir");
         assert_ne!(key_for(&root), before);
+    }
+
+    #[test]
+    fn a_root_replaced_between_key_and_build_is_refused_not_granted() {
+        let top = tempfile::tempdir().expect("tempdir");
+        let root = top.path().join("root");
+        std::fs::create_dir(&root).expect("mkdir");
+        let rules = KernelRules::from_roots(Some([(root.clone(), true)]));
+        let key = key_for(&root);
+        // The swap lands after the key recorded the old directory.
+        std::fs::rename(&root, top.path().join("old")).expect("rename");
+        std::fs::create_dir(&root).expect("mkdir");
+        let Err(error) = Domain::build(&rules, &key) else {
+            panic!("a ruleset was built for a root that is not the key's");
+        };
+        assert!(error.to_string().contains("was replaced"), "{error}");
+        // A key made now builds.
+        assert!(Domain::build(&rules, &key_for(&root)).is_ok());
     }
 
     #[test]
