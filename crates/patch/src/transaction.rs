@@ -724,6 +724,32 @@ rename to moved/new-name.txt
     }
 
     #[test]
+    fn durable_patches_apply_whole_and_leave_nothing_behind() {
+        let (_dir, root, text) = large();
+        let config = PatchPolicyConfig {
+            durable: true,
+            ..PatchPolicyConfig::default()
+        };
+        let policy = PathPolicy::builder()
+            .allow(&root)
+            .build()
+            .unwrap_or_else(|e| panic!("policy: {e}"));
+        let patcher = crate::Patcher::new(policy, config);
+        let patch = patcher.parse(&text).unwrap_or_else(|e| panic!("parse: {e}"));
+        let report = patcher
+            .apply(&patch, &root, crate::ApplyOptions::default())
+            .unwrap_or_else(|e| panic!("apply: {e}"));
+        assert_eq!(report.files.len(), 40);
+        assert!(report.left_over.is_empty());
+        let after = snapshot(&root);
+        assert_eq!(
+            after.get("d2/m29.txt").and_then(|(c, _)| c.clone()),
+            Some(b"a\nB29\nc\n".to_vec())
+        );
+        assert!(after.keys().all(|k| !k.contains(".agentcaps-")), "{after:?}");
+    }
+
+    #[test]
     fn large_patches_stage_on_threads_and_stay_all_or_nothing() {
         use crate::parallel::{PARALLEL_FROM, threads_for};
         assert!(threads_for(35) >= 1 && threads_for(PARALLEL_FROM - 1) == 1);

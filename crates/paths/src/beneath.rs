@@ -504,7 +504,13 @@ impl Beneath {
             WriteMode::CreateNew => RenameFlags::NOREPLACE,
             WriteMode::Overwrite => RenameFlags::empty(),
         };
-        self.put_in_place(staged, flags, spelling)
+        let dir = staged
+            .dir
+            .try_clone()
+            .map_err(|e| PathError::io("dup", &staged.target, e))?;
+        let location = staged.target.clone();
+        self.put_in_place(staged, flags, spelling)?;
+        self.sync_dir(&dir, &location)
     }
 
     fn stage_in(
@@ -577,7 +583,7 @@ impl Beneath {
                 other => errno_io("rename", &staged.target, other),
             });
         }
-        self.sync_dir(&staged.dir, &staged.target)
+        Ok(())
     }
 
     fn sync_dir(&self, dir: &OwnedFd, location: &Path) -> Result<(), PathError> {
@@ -761,7 +767,13 @@ impl Beneath {
     /// I/O (the temporary file is removed).
     pub fn commit(&self, staged: Staged) -> Result<(), PathError> {
         let spelling = staged.target.display().to_string();
-        self.put_in_place(staged, RenameFlags::empty(), &spelling)
+        let dir = staged
+            .dir
+            .try_clone()
+            .map_err(|e| PathError::io("dup", &staged.target, e))?;
+        let location = staged.target.clone();
+        self.put_in_place(staged, RenameFlags::empty(), &spelling)?;
+        self.sync_dir(&dir, &location)
     }
 
     /// Rename a staged file to its target's name, refusing to replace
@@ -769,10 +781,20 @@ impl Beneath {
     ///
     /// # Errors
     ///
-    /// [`PathError::AlreadyExists`], or I/O (the temporary file is removed).
+    /// [`PathError::AlreadyExists`], or I/O (nothing is left: neither the
+    /// temporary file nor, when the directory could not be synced, the new
+    /// file).
     pub fn commit_new(&self, staged: Staged) -> Result<(), PathError> {
         let spelling = staged.target.display().to_string();
-        self.put_in_place(staged, RenameFlags::NOREPLACE, &spelling)
+        let dir = staged
+            .dir
+            .try_clone()
+            .map_err(|e| PathError::io("dup", &staged.target, e))?;
+        let (name, location) = (staged.name.clone(), staged.target.clone());
+        self.put_in_place(staged, RenameFlags::NOREPLACE, &spelling)?;
+        self.sync_dir(&dir, &location).inspect_err(|_| {
+            let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::empty());
+        })
     }
 
     /// Put a staged file in place of the file at its target, and keep the
@@ -835,14 +857,14 @@ impl Beneath {
             }
             return Err(self.changed(&target.display().to_string(), &target, "it is a directory"));
         }
-        self.sync_dir(&dir, &target)?;
-        Ok(SetAside {
+        let aside = SetAside {
             dir,
             kept: Kept::Name(temp),
             name,
             target,
             replaced: true,
-        })
+        };
+        self.synced(aside)
     }
 
     /// [`Beneath::replace`] where names cannot be exchanged: keep the old
@@ -886,7 +908,7 @@ impl Beneath {
             }
             return Err(error);
         }
-        Ok(SetAside {
+        self.synced(SetAside {
             dir,
             kept,
             name,
@@ -952,8 +974,19 @@ impl Beneath {
             self.restore(aside)?;
             return Err(self.changed(spelling, &location, "it is a directory"));
         }
-        self.sync_dir(&aside.dir, &aside.target)?;
-        Ok(aside)
+        self.synced(aside)
+    }
+
+    /// `aside` once its directory is synced (when durable); if that fails,
+    /// the file is put back first, so the error leaves the tree as it was.
+    fn synced(&self, aside: SetAside) -> Result<SetAside, PathError> {
+        match self.sync_dir(&aside.dir, &aside.target) {
+            Ok(()) => Ok(aside),
+            Err(error) => {
+                let _ = self.restore(aside);
+                Err(error)
+            }
+        }
     }
 
     /// Put a file set aside back in its place: over the replacement after
@@ -1016,9 +1049,10 @@ impl Beneath {
         let Kept::Name(temp) = &aside.kept else {
             return Ok(());
         };
+        // Not synced: the tree is already as it should be; a temporary file
+        // a crash brings back holds only old content.
         rustix::fs::unlinkat(&aside.dir, temp.as_os_str(), AtFlags::empty())
-            .map_err(|e| errno_io("remove", &aside.target, e))?;
-        self.sync_dir(&aside.dir, &aside.target)
+            .map_err(|e| errno_io("remove", &aside.target, e))
     }
 
     /// Remove a staged file.
