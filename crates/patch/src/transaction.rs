@@ -735,7 +735,9 @@ rename to moved/new-name.txt
             .build()
             .unwrap_or_else(|e| panic!("policy: {e}"));
         let patcher = crate::Patcher::new(policy, config);
-        let patch = patcher.parse(&text).unwrap_or_else(|e| panic!("parse: {e}"));
+        let patch = patcher
+            .parse(&text)
+            .unwrap_or_else(|e| panic!("parse: {e}"));
         let report = patcher
             .apply(&patch, &root, crate::ApplyOptions::default())
             .unwrap_or_else(|e| panic!("apply: {e}"));
@@ -746,7 +748,10 @@ rename to moved/new-name.txt
             after.get("d2/m29.txt").and_then(|(c, _)| c.clone()),
             Some(b"a\nB29\nc\n".to_vec())
         );
-        assert!(after.keys().all(|k| !k.contains(".agentcaps-")), "{after:?}");
+        assert!(
+            after.keys().all(|k| !k.contains(".agentcaps-")),
+            "{after:?}"
+        );
     }
 
     #[test]
