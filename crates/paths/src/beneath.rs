@@ -504,12 +504,7 @@ impl Beneath {
             WriteMode::CreateNew => RenameFlags::NOREPLACE,
             WriteMode::Overwrite => RenameFlags::empty(),
         };
-        let dir = staged
-            .dir
-            .try_clone()
-            .map_err(|e| PathError::io("dup", &staged.target, e))?;
-        let location = staged.target.clone();
-        self.put_in_place(staged, flags, spelling)?;
+        let (dir, _, location) = self.put_in_place(staged, flags, spelling)?;
         self.sync_dir(&dir, &location)
     }
 
@@ -557,12 +552,15 @@ impl Beneath {
         })
     }
 
+    /// Renames a staged file to its target's name; on success gives back
+    /// the directory handle, the name and the location, for syncing or
+    /// undoing.
     fn put_in_place(
         &self,
         staged: Staged,
         flags: RenameFlags,
         spelling: &str,
-    ) -> Result<(), PathError> {
+    ) -> Result<(OwnedFd, OsString, PathBuf), PathError> {
         let renamed = rustix::fs::renameat_with(
             &staged.dir,
             staged.temp.as_os_str(),
@@ -583,7 +581,7 @@ impl Beneath {
                 other => errno_io("rename", &staged.target, other),
             });
         }
-        Ok(())
+        Ok((staged.dir, staged.name, staged.target))
     }
 
     fn sync_dir(&self, dir: &OwnedFd, location: &Path) -> Result<(), PathError> {
@@ -767,12 +765,7 @@ impl Beneath {
     /// I/O (the temporary file is removed).
     pub fn commit(&self, staged: Staged) -> Result<(), PathError> {
         let spelling = staged.target.display().to_string();
-        let dir = staged
-            .dir
-            .try_clone()
-            .map_err(|e| PathError::io("dup", &staged.target, e))?;
-        let location = staged.target.clone();
-        self.put_in_place(staged, RenameFlags::empty(), &spelling)?;
+        let (dir, _, location) = self.put_in_place(staged, RenameFlags::empty(), &spelling)?;
         self.sync_dir(&dir, &location)
     }
 
@@ -786,12 +779,7 @@ impl Beneath {
     /// file).
     pub fn commit_new(&self, staged: Staged) -> Result<(), PathError> {
         let spelling = staged.target.display().to_string();
-        let dir = staged
-            .dir
-            .try_clone()
-            .map_err(|e| PathError::io("dup", &staged.target, e))?;
-        let (name, location) = (staged.name.clone(), staged.target.clone());
-        self.put_in_place(staged, RenameFlags::NOREPLACE, &spelling)?;
+        let (dir, name, location) = self.put_in_place(staged, RenameFlags::NOREPLACE, &spelling)?;
         self.sync_dir(&dir, &location).inspect_err(|_| {
             let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::empty());
         })
