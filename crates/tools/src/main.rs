@@ -4,12 +4,6 @@
 
 mod cli;
 
-/// mimalloc: the binary allocates many small objects per command (a large
-/// patch is tens of thousands), where it is markedly faster than the
-/// system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() {
     std::process::exit(cli::main());
 }
