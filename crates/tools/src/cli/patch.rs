@@ -67,11 +67,15 @@ fn patch_inner(args: &PatchArgs) -> Result<Outcome, Outcome> {
     let outcome = Outcome::allowed(format!("{verb}:\n{}", summary(&report)))
         .with("dry_run", json!(args.dry_run));
     // The whole report (every hunk) is only built for `--json`.
-    Ok(if args.common.json {
+    let outcome = if args.common.json {
         outcome.with("report", serde_json::to_value(&report).unwrap_or_default())
     } else {
         outcome
-    })
+    };
+    // The process ends right after this: freeing a large patch's tens of
+    // thousands of parsed lines one by one would only delay the exit.
+    std::mem::forget((patch, report, text));
+    Ok(outcome)
 }
 
 /// One line per file: what happened, hunks, offsets and concessions; then
