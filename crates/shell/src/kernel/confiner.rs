@@ -50,7 +50,7 @@ pub(super) fn spawn(
     };
     let mut confiner = match take_idle(&key) {
         Some(confiner) => confiner,
-        None => Confiner::start(rules, key.clone())?,
+        None => Confiner::start(key.clone())?,
     };
     let mut job = Job {
         cmd: std::mem::replace(cmd, Command::new("")),
@@ -70,7 +70,7 @@ pub(super) fn spawn(
             // Retired between `take_idle` and the send: a fresh one serves.
             Served::Retired(back) if fresh_tries > 0 => {
                 fresh_tries -= 1;
-                match Confiner::start(rules, key.clone()) {
+                match Confiner::start(key.clone()) {
                     Ok(fresh) => (confiner, job) = (fresh, back),
                     Err(error) => break (back.cmd, Err(error)),
                 }
@@ -129,7 +129,7 @@ struct Confiner {
 impl Confiner {
     /// Starts a thread and, while it starts, builds the domain it then
     /// restricts itself with.
-    fn start(rules: &KernelRules, key: Key) -> io::Result<Self> {
+    fn start(key: Key) -> io::Result<Self> {
         let (give, domain) = mpsc::sync_channel::<Domain>(1);
         let (jobs, queue) = mpsc::channel();
         let (answer, done) = mpsc::channel();
@@ -143,7 +143,7 @@ impl Confiner {
                     run(domain, &queue, &answer, &flag);
                 }
             })?;
-        let domain = Domain::build(rules, &key)?;
+        let domain = Domain::build(&key)?;
         give.send(domain).map_err(|_| stopped())?;
         let until = Instant::now() + WAIT;
         Ok(Self {
@@ -272,7 +272,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let rules = rules(root.path());
         let key = Domain::key(&rules, FULL_ABI).expect("something to restrict");
-        let confiner = Confiner::start(&rules, key).expect("a confiner");
+        let confiner = Confiner::start(key).expect("a confiner");
         for _ in 0..3 {
             let Served::Done(done) = confiner.serve(job("/bin/true")) else {
                 panic!("the confiner should serve while its domain lives");

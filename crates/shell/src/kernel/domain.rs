@@ -50,14 +50,20 @@ struct Handled {
 
 impl Handled {
     fn new(rules: &KernelRules, level: u8) -> Self {
+        Self::of(rules.restrict_files, rules.allow_network, level)
+    }
+
+    /// What a domain restricting files (or not) and allowing the network
+    /// (or not) handles at ABI `level`.
+    fn of(restrict_files: bool, allow_network: bool, level: u8) -> Self {
         let abi = ABI::from(i32::from(level));
         Self {
-            fs: if rules.restrict_files {
+            fs: if restrict_files {
                 AccessFs::from_all(abi)
             } else {
                 BitFlags::EMPTY
             },
-            net: if rules.allow_network {
+            net: if allow_network {
                 BitFlags::EMPTY
             } else {
                 AccessNet::from_all(abi)
@@ -91,18 +97,16 @@ impl Domain {
         Some(Key::new(rules, &handled, level))
     }
 
-    /// Builds (or takes from those kept) the ruleset `key`, made by
-    /// [`Domain::key`] from the same `rules`, identifies.
+    /// Builds (or takes from those kept) the ruleset `key` identifies.
     ///
     /// Paths that do not exist or cannot be opened get no rule: what they
     /// would have granted stays denied.
-    pub(super) fn build(rules: &KernelRules, key: &Key) -> io::Result<Self> {
+    pub(super) fn build(key: &Key) -> io::Result<Self> {
         let level = key.level;
         if let Some(ruleset) = reuse(key) {
             return Ok(Self { ruleset, level });
         }
-        let handled = Handled::new(rules, level);
-        let ruleset = fresh(&handled, key)?;
+        let ruleset = fresh(key)?;
         keep(key.clone(), &ruleset);
         Ok(Self { ruleset, level })
     }
@@ -233,8 +237,9 @@ fn keep(key: Key, ruleset: &RulesetCreated) {
 }
 
 /// Builds the ruleset `key` describes from scratch.
-fn fresh(handled: &Handled, key: &Key) -> io::Result<RulesetCreated> {
+fn fresh(key: &Key) -> io::Result<RulesetCreated> {
     let level = key.level;
+    let handled = Handled::of(key.restrict_files, key.allow_network, level);
     let mut ruleset = Ruleset::default();
     if !handled.fs.is_empty() {
         ruleset = ruleset.handle_access(handled.fs).map_err(landlock_error)?;
@@ -410,17 +415,16 @@ mod tests {
         let top = tempfile::tempdir().expect("tempdir");
         let root = top.path().join("root");
         std::fs::create_dir(&root).expect("mkdir");
-        let rules = KernelRules::from_roots(Some([(root.clone(), true)]));
         let key = key_for(&root);
         // The swap lands after the key recorded the old directory.
         std::fs::rename(&root, top.path().join("old")).expect("rename");
         std::fs::create_dir(&root).expect("mkdir");
-        let Err(error) = Domain::build(&rules, &key) else {
+        let Err(error) = Domain::build(&key) else {
             panic!("a ruleset was built for a root that is not the key's");
         };
         assert!(error.to_string().contains("was replaced"), "{error}");
         // A key made now builds.
-        assert!(Domain::build(&rules, &key_for(&root)).is_ok());
+        assert!(Domain::build(&key_for(&root)).is_ok());
     }
 
     #[test]
