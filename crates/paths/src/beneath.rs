@@ -521,13 +521,34 @@ impl Beneath {
         {
             return Err(self.changed(&target.spelling, &target.location, "it is a directory"));
         }
-        let mode = existing
-            .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
+        let replaced =
+            existing.filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile);
+        let mode = replaced
+            .as_ref()
             .map_or(Mode::from_bits_truncate(0o644), |st| {
                 Mode::from_bits_truncate(st.st_mode & 0o777)
             });
-        let (temp, fd) =
-            create_temp(&dir, mode).map_err(|e| errno_io("create", &target.location, e))?;
+        let replaces_len = replaced.map_or(0, |st| non_negative(st.st_size));
+        let temp = self.write_temp(&dir, mode, bytes, &target.location)?;
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location.clone(),
+            replaces_len,
+        })
+    }
+
+    /// Writes `bytes` to a new temporary file of `mode` in `dir` (synced
+    /// when durable) and names it; nothing is left on failure.
+    fn write_temp(
+        &self,
+        dir: &OwnedFd,
+        mode: Mode,
+        bytes: &[u8],
+        location: &Path,
+    ) -> Result<OsString, PathError> {
+        let (temp, fd) = create_temp(dir, mode).map_err(|e| errno_io("create", location, e))?;
         let mut file = std::fs::File::from(fd);
         let written = file.write_all(bytes).and_then(|()| {
             if self.durable {
@@ -537,19 +558,10 @@ impl Beneath {
             }
         });
         if let Err(e) = written {
-            let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
-            return Err(PathError::io("write", &target.location, e));
+            remove_quietly(dir, &temp);
+            return Err(PathError::io("write", location, e));
         }
-        let replaces_len = existing
-            .filter(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile)
-            .map_or(0, |st| non_negative(st.st_size));
-        Ok(Staged {
-            dir,
-            temp,
-            name,
-            target: target.location.clone(),
-            replaces_len,
-        })
+        Ok(temp)
     }
 
     /// Renames a staged file to its target's name; on success gives back
@@ -569,7 +581,7 @@ impl Beneath {
             flags,
         );
         if let Err(errno) = renamed {
-            let _ = rustix::fs::unlinkat(&staged.dir, staged.temp.as_os_str(), AtFlags::empty());
+            remove_quietly(&staged.dir, &staged.temp);
             return Err(match errno {
                 Errno::EXIST => PathError::AlreadyExists {
                     spelling: spelling.to_owned(),
@@ -781,7 +793,7 @@ impl Beneath {
         let spelling = staged.target.display().to_string();
         let (dir, name, location) = self.put_in_place(staged, RenameFlags::NOREPLACE, &spelling)?;
         self.sync_dir(&dir, &location).inspect_err(|_| {
-            let _ = rustix::fs::unlinkat(&dir, name.as_os_str(), AtFlags::empty());
+            remove_quietly(&dir, &name);
         })
     }
 
@@ -818,8 +830,7 @@ impl Beneath {
                 return self.replace_without_exchange(staged);
             }
             Err(errno) => {
-                let _ =
-                    rustix::fs::unlinkat(&staged.dir, staged.temp.as_os_str(), AtFlags::empty());
+                remove_quietly(&staged.dir, &staged.temp);
                 return Err(errno_io("rename", &staged.target, errno));
             }
         }
@@ -841,7 +852,7 @@ impl Beneath {
                 RenameFlags::EXCHANGE,
             );
             if back.is_ok() {
-                let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
+                remove_quietly(&dir, &temp);
             }
             return Err(self.changed(&target.display().to_string(), &target, "it is a directory"));
         }
@@ -876,11 +887,7 @@ impl Beneath {
             Err(_) => match self.copy_of(&staged) {
                 Ok(copy) => copy,
                 Err(error) => {
-                    let _ = rustix::fs::unlinkat(
-                        &staged.dir,
-                        staged.temp.as_os_str(),
-                        AtFlags::empty(),
-                    );
+                    remove_quietly(&staged.dir, &staged.temp);
                     return Err(error);
                 }
             },
@@ -892,7 +899,7 @@ impl Beneath {
         let (name, target) = (staged.name.clone(), staged.target.clone());
         if let Err(error) = self.put_in_place(staged, RenameFlags::empty(), &spelling) {
             if let Kept::Name(temp) = &kept {
-                let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
+                remove_quietly(&dir, temp);
             }
             return Err(error);
         }
@@ -994,21 +1001,7 @@ impl Beneath {
         let temp = match aside.kept {
             Kept::Name(temp) => temp,
             Kept::Copy { bytes, mode } => {
-                let (temp, fd) = create_temp(&aside.dir, mode)
-                    .map_err(|e| errno_io("create", &aside.target, e))?;
-                let mut file = std::fs::File::from(fd);
-                let written = file.write_all(&bytes).and_then(|()| {
-                    if self.durable {
-                        file.sync_all()
-                    } else {
-                        Ok(())
-                    }
-                });
-                if let Err(e) = written {
-                    let _ = rustix::fs::unlinkat(&aside.dir, temp.as_os_str(), AtFlags::empty());
-                    return Err(PathError::io("write", &aside.target, e));
-                }
-                temp
+                self.write_temp(&aside.dir, mode, &bytes, &aside.target)?
             }
         };
         rustix::fs::renameat_with(
@@ -1100,6 +1093,11 @@ fn walk_open(dir: BorrowedFd<'_>, path: &Path, flags: OFlags) -> Result<OwnedFd,
         Some(fd) => rustix::fs::openat(fd, *last, flags, Mode::empty()),
         None => rustix::fs::openat(dir, *last, flags, Mode::empty()),
     }
+}
+
+/// Removes `name` from `dir`: clean-up on a way that already fails.
+fn remove_quietly(dir: &OwnedFd, name: &OsStr) {
+    let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
 }
 
 /// Whether `name` in `dir` is a directory (not following a link).
