@@ -410,7 +410,7 @@ fn plan_file(
 ) -> Result<Planned> {
     let work = crate::hunk::Work::new(budget);
     let lenient = ctx.config.lenient;
-    let planned = match &op {
+    let (content, report) = match &op {
         Operation::Create(p) => {
             let content = crate::hunk::created(&file.hunks);
             bound(
@@ -425,11 +425,7 @@ fn plan_file(
                 action: FileAction::Created,
                 hunks: Vec::new(),
             };
-            Planned {
-                op: op.clone(),
-                content: Some(content),
-                report,
-            }
+            (Some(content), report)
         }
         Operation::Update(source) | Operation::Move(source, _) => {
             let (target, from, action) = match &op {
@@ -454,11 +450,7 @@ fn plan_file(
             // A move that keeps the content is a rename alone.
             let unchanged = matches!(op, Operation::Move(..)) && content == original;
             // `original` is dropped here: its memory serves the next file.
-            Planned {
-                op: op.clone(),
-                content: (!unchanged).then_some(content),
-                report,
-            }
+            ((!unchanged).then_some(content), report)
         }
         Operation::Delete(p) => {
             let original = read(ctx, p)?;
@@ -484,14 +476,14 @@ fn plan_file(
                 action: FileAction::Deleted,
                 hunks,
             };
-            Planned {
-                op: op.clone(),
-                content: None,
-                report,
-            }
+            (None, report)
         }
     };
-    Ok(planned)
+    Ok(Planned {
+        op,
+        content,
+        report,
+    })
 }
 
 #[cfg(test)]
