@@ -148,17 +148,13 @@ enum Step<'p> {
 
 /// What a step did, for undoing it.
 enum Done<'p, A> {
-    /// A file replaced, kept aside.
-    Replaced {
+    /// A file replaced or removed, kept aside.
+    Aside {
         path: &'p str,
         aside: A,
     },
     Created {
         path: &'p str,
-    },
-    Removed {
-        path: &'p str,
-        aside: A,
     },
     Renamed {
         from: &'p str,
@@ -244,13 +240,13 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<Vec<String
             } => match staged.get_mut(i).and_then(Option::take) {
                 Some((_, s)) if replaces => store
                     .replace(path, s)
-                    .map(|aside| Done::Replaced { path, aside }),
+                    .map(|aside| Done::Aside { path, aside }),
                 Some((_, s)) => store.create(path, s).map(|()| Done::Created { path }),
                 None => continue,
             },
             Step::Remove { path } => store
                 .set_aside(path)
-                .map(|aside| Done::Removed { path, aside }),
+                .map(|aside| Done::Aside { path, aside }),
             Step::Rename { from, to } => {
                 store.rename(from, to).map(|()| Done::Renamed { from, to })
             }
@@ -270,7 +266,7 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<Vec<String
     let kept: Vec<(&str, S::Aside)> = done
         .into_iter()
         .filter_map(|d| match d {
-            Done::Replaced { path, aside } | Done::Removed { path, aside } => Some((path, aside)),
+            Done::Aside { path, aside } => Some((path, aside)),
             Done::Created { .. } | Done::Renamed { .. } => None,
         })
         .collect();
@@ -293,9 +289,7 @@ fn undo<S: Store>(store: &mut S, done: Vec<Done<'_, S::Aside>>) -> Vec<String> {
     let mut failed = Vec::new();
     for step in done.into_iter().rev() {
         let undone = match step {
-            Done::Replaced { path, aside } | Done::Removed { path, aside } => {
-                store.restore(path, aside).err().map(|_| path)
-            }
+            Done::Aside { path, aside } => store.restore(path, aside).err().map(|_| path),
             Done::Created { path } => store.remove_file(path).err().map(|_| path),
             Done::Renamed { from, to } => store.rename(to, from).err().map(|_| to),
         };
