@@ -116,27 +116,30 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn same_tree(a: &Path, b: &Path) -> bool {
-    let list = |root: &Path| {
-        let mut out = Vec::new();
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else {
-                    out.push((
-                        p.strip_prefix(root).expect("prefix").to_path_buf(),
-                        std::fs::read(&p).expect("read"),
-                    ));
-                }
+/// Every file under `root`, relative to it, sorted.
+fn files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(root).expect("prefix").to_path_buf());
             }
         }
-        out.sort();
-        out
-    };
-    list(a) == list(b)
+    }
+    out.sort();
+    out
+}
+
+fn same_tree(a: &Path, b: &Path) -> bool {
+    let (in_a, in_b) = (files(a), files(b));
+    in_a == in_b
+        && in_a
+            .iter()
+            .all(|rel| std::fs::read(a.join(rel)).ok() == std::fs::read(b.join(rel)).ok())
 }
 
 /// A fresh copy of `before` in a new temporary directory.
@@ -283,7 +286,8 @@ fn bench(c: &mut Criterion) {
 enum Reset {
     /// A fresh copy in a new directory, deleted after the run (as the
     /// criterion benchmarks do). The harness itself then creates and
-    /// deletes hundreds of files per run — see "Inode churn" below.
+    /// deletes hundreds of files per run — see "Inode churn" in the module
+    /// docs.
     FreshCopy,
     /// One tree per contender, reset after each run by rewriting every
     /// file in place (same inodes): the harness creates and deletes
@@ -293,38 +297,15 @@ enum Reset {
 }
 
 /// Rewrites `root` to hold exactly `before`'s files, in place: existing
-/// files keep their inodes, files `before` lacks are removed.
+/// files keep their inodes (`std::fs::copy` truncates and writes), files
+/// `before` lacks are removed.
 fn reset_in_place(before: &Path, root: &Path) {
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(root.join(&rel))
-            .expect("read_dir")
-            .flatten()
-        {
-            let rel = rel.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                stack.push(rel);
-            } else if !before.join(&rel).is_file() {
-                std::fs::remove_file(root.join(&rel)).expect("remove a stray file");
-            }
+    for rel in files(root) {
+        if !before.join(&rel).is_file() {
+            std::fs::remove_file(root.join(&rel)).expect("remove a stray file");
         }
     }
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        for entry in std::fs::read_dir(before.join(&rel))
-            .expect("read_dir")
-            .flatten()
-        {
-            let rel = rel.join(entry.file_name());
-            if entry.file_type().expect("file type").is_dir() {
-                std::fs::create_dir_all(root.join(&rel)).expect("mkdir");
-                stack.push(rel);
-            } else {
-                let content = std::fs::read(entry.path()).expect("read");
-                std::fs::write(root.join(&rel), content).expect("rewrite in place");
-            }
-        }
-    }
+    copy_tree(before, root);
 }
 
 /// Round-robin timing: contenders take turns, so a change in the shared
