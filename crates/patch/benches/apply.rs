@@ -205,6 +205,36 @@ fn agentcaps_process(bin: &Path, patch_file: &Path, root: &Path) {
     );
 }
 
+/// A contender: its name, and how it applies the corpus's patch to a tree.
+type Contender<'a> = (&'a str, Box<dyn Fn(&Path) + 'a>);
+
+/// The library, GNU patch, git apply, and the `agentcaps` binary when
+/// `bin` names it.
+fn contenders<'a>(corpus: &'a Corpus, bin: Option<&'a Path>) -> Vec<Contender<'a>> {
+    let patch_file = &corpus.patch_file;
+    let mut contenders: Vec<Contender<'a>> = vec![
+        (
+            "agentcaps/library",
+            Box::new(|root: &Path| library(&corpus.patch_text, root, false)),
+        ),
+        (
+            "gnu-patch/process",
+            Box::new(|root: &Path| gnu_patch(patch_file, root)),
+        ),
+        (
+            "git-apply/process",
+            Box::new(|root: &Path| git_apply(patch_file, root)),
+        ),
+    ];
+    if let Some(bin) = bin {
+        contenders.push((
+            "agentcaps/process",
+            Box::new(move |root: &Path| agentcaps_process(bin, patch_file, root)),
+        ));
+    }
+    contenders
+}
+
 fn bench(c: &mut Criterion) {
     let corpus = corpus();
     let patch = Patch::parse(&corpus.patch_text).expect("parse");
@@ -213,30 +243,8 @@ fn bench(c: &mut Criterion) {
         (FILES, FILES * 16)
     );
     let agentcaps_bin = std::env::var_os("AGENTCAPS_BIN").map(PathBuf::from);
-
     // Same input, same result: checked once per contender before timing.
-    type Contender<'a> = (&'a str, Box<dyn Fn(&Path) + 'a>);
-    let mut contenders: Vec<Contender<'_>> = vec![
-        (
-            "agentcaps/library",
-            Box::new(|root: &Path| library(&corpus.patch_text, root, false)),
-        ),
-        (
-            "gnu-patch/process",
-            Box::new(|root: &Path| gnu_patch(&corpus.patch_file, root)),
-        ),
-        (
-            "git-apply/process",
-            Box::new(|root: &Path| git_apply(&corpus.patch_file, root)),
-        ),
-    ];
-    let patch_file = &corpus.patch_file;
-    if let Some(bin) = &agentcaps_bin {
-        contenders.push((
-            "agentcaps/process",
-            Box::new(move |root: &Path| agentcaps_process(bin, patch_file, root)),
-        ));
-    }
+    let contenders = contenders(&corpus, agentcaps_bin.as_deref());
     for (name, run) in &contenders {
         let (_dir, root) = fresh(&corpus.before);
         run(&root);
@@ -311,31 +319,9 @@ fn reset_in_place(before: &Path, root: &Path) {
 /// Round-robin timing: contenders take turns, so a change in the shared
 /// machine's load hits them alike. Prints medians and ratios against the
 /// faster of GNU patch and git apply.
-fn interleaved(rounds: usize, reset: Reset) {
-    let corpus = corpus();
+fn interleaved(corpus: &Corpus, rounds: usize, reset: Reset) {
     let agentcaps_bin = std::env::var_os("AGENTCAPS_BIN").map(PathBuf::from);
-    let patch_file = &corpus.patch_file;
-    type Contender<'a> = (&'a str, Box<dyn Fn(&Path) + 'a>);
-    let mut contenders: Vec<Contender<'_>> = vec![
-        (
-            "agentcaps/library",
-            Box::new(|root: &Path| library(&corpus.patch_text, root, false)),
-        ),
-        (
-            "gnu-patch/process",
-            Box::new(|root: &Path| gnu_patch(patch_file, root)),
-        ),
-        (
-            "git-apply/process",
-            Box::new(|root: &Path| git_apply(patch_file, root)),
-        ),
-    ];
-    if let Some(bin) = &agentcaps_bin {
-        contenders.push((
-            "agentcaps/process",
-            Box::new(move |root: &Path| agentcaps_process(bin, patch_file, root)),
-        ));
-    }
+    let contenders = contenders(corpus, agentcaps_bin.as_deref());
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); contenders.len()];
     let trees: Vec<(tempfile::TempDir, PathBuf)> = match reset {
         Reset::InPlace => contenders.iter().map(|_| fresh(&corpus.before)).collect(),
@@ -395,7 +381,8 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(15);
     if rounds > 0 {
-        interleaved(rounds, Reset::InPlace);
-        interleaved(rounds, Reset::FreshCopy);
+        let corpus = corpus();
+        interleaved(&corpus, rounds, Reset::InPlace);
+        interleaved(&corpus, rounds, Reset::FreshCopy);
     }
 }
