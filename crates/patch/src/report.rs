@@ -49,6 +49,20 @@ pub enum FileAction {
     Moved,
 }
 
+impl FileAction {
+    /// The word for it, as serialised: `created`, `modified`, `deleted`,
+    /// `moved`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileAction::Created => "created",
+            FileAction::Modified => "modified",
+            FileAction::Deleted => "deleted",
+            FileAction::Moved => "moved",
+        }
+    }
+}
+
 /// Where one hunk applied, and what was conceded to make it apply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -79,4 +93,22 @@ pub enum Concession {
     /// Matched only with indentation and Unicode punctuation folded
     /// (lenient mode).
     Lenient,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FileAction;
+
+    #[test]
+    fn action_words_are_the_serialised_ones() {
+        for action in [
+            FileAction::Created,
+            FileAction::Modified,
+            FileAction::Deleted,
+            FileAction::Moved,
+        ] {
+            let json = serde_json::to_value(action).unwrap_or_default();
+            assert_eq!(json.as_str(), Some(action.as_str()));
+        }
+    }
 }

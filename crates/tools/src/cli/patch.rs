@@ -2,7 +2,7 @@
 
 use std::io::Read;
 
-use agentcaps::patch::{ApplyOptions, ApplyReport, FileAction, PatchError, Patcher};
+use agentcaps::patch::{ApplyOptions, ApplyReport, PatchError, Patcher};
 use serde_json::json;
 
 use super::{Outcome, PatchArgs, dir_arg, load_policy};
@@ -85,13 +85,7 @@ fn summary(report: &ApplyReport) -> String {
         .files
         .iter()
         .map(|file| {
-            let action = match file.action {
-                FileAction::Created => "created",
-                FileAction::Modified => "modified",
-                FileAction::Deleted => "deleted",
-                FileAction::Moved => "moved",
-                _ => "changed",
-            };
+            let action = file.action.as_str();
             let target = match &file.from {
                 Some(from) => format!("{from} -> {}", file.path),
                 None => file.path.clone(),
