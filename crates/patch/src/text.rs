@@ -21,7 +21,7 @@ pub(crate) struct Text<'a> {
 
 impl<'a> Text<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
+        let mut lines = Vec::new();
         let (mut crlf, mut lf) = (0usize, 0usize);
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', bytes) {
