@@ -41,7 +41,8 @@
 //!   volumes, exact lookup counts).
 //! - [`Beneath`] ([`PathPolicy::open_beneath`]): read, write, list, rename
 //!   and remove beneath the roots' directory handles with no check-then-use
-//!   gap (SPEC §1.3).
+//!   gap, on Linux, macOS and Windows (each platform's mechanism is in
+//!   [`Beneath`]'s docs).
 //! - [`check_portable_name`]: the rules for names being created (SPEC §1.4).
 //!
 //! # Security

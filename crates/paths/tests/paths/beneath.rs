@@ -31,6 +31,7 @@ fn fixture() -> Fixture {
         .build()
         .unwrap()
         .open_beneath()
+        .map(mechanism)
         .unwrap();
     Fixture {
         _tmp: tmp,
@@ -506,6 +507,7 @@ fn read_only_roots_refuse_every_mutation() {
         .build()
         .unwrap()
         .open_beneath()
+        .map(mechanism)
         .unwrap();
     assert_eq!(files.read(&root, "r.txt", 10).unwrap(), b"r");
     let refusals = [
@@ -557,4 +559,11 @@ fn renaming_a_directory_cannot_plant_persistence_files() {
     std::fs::write(f.root.join("plain/inner/x.txt"), b"x").unwrap();
     f.files.rename(&f.root, "plain", "moved").unwrap();
     assert!(f.root.join("moved/inner/x.txt").exists());
+}
+
+/// `files` opening paths by the mechanism this copy of the suite tests
+/// (`openat2`, or the component walk).
+fn mechanism(mut files: agentcaps_paths::Beneath) -> agentcaps_paths::Beneath {
+    files.simulate_missing_openat2(super::COMPONENT_WALK);
+    files
 }

@@ -1,0 +1,295 @@
+//! Acting on paths beneath a root's directory handle, with no gap between
+//! the check and the use.
+//!
+//! - this module: [`Beneath`] itself — the checked target, the handles;
+//! - `files`: reading, writing, listing, renaming and removing;
+//! - `transaction`: staged files, files set aside and put back;
+//! - `sys`: the system calls, one mechanism per platform.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use crate::resolve::Follow;
+use crate::{Access, EntryKind, FileSystem, PathError, PathPolicy};
+
+mod files;
+mod sys;
+mod transaction;
+
+pub use transaction::{SetAside, Staged};
+
+use sys::{Dir, Failed, Why};
+
+/// How [`Beneath::write`] treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteMode {
+    /// Refuse when something already exists at the target.
+    CreateNew,
+    /// Replace the target's contents (atomically, by rename).
+    Overwrite,
+}
+
+/// What [`Beneath::metadata`] reports (never following a final link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryInfo {
+    /// File, directory, link or other.
+    pub kind: EntryKind,
+    /// Size in bytes.
+    pub len: u64,
+    /// Last modification time, where the file system records one.
+    pub modified: Option<SystemTime>,
+    /// Whether the owner's write permission bit is clear.
+    pub readonly: bool,
+}
+
+/// One entry of [`Beneath::list`]. Links are reported as links, never
+/// followed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntryInfo {
+    /// The entry's name (not a path).
+    pub name: OsString,
+    /// What it is, as `lstat` says.
+    pub kind: EntryKind,
+}
+
+/// File operations beneath the policy's root directory handles, with no
+/// check-then-use gap.
+///
+/// Every method judges the spelling with the policy first, then acts
+/// relative to the root's directory handle at the real location the check
+/// computed, refusing every link on the way: that location holds no link,
+/// so a link swapped in after the check makes the operation fail
+/// ([`PathError::Changed`]) instead of escaping. Mutations are `*at` calls
+/// on the parent's handle; new files are created `O_EXCL | O_NOFOLLOW`; a
+/// write goes to a temporary file in the same directory that is renamed
+/// into place.
+///
+/// ```
+/// use agentcaps_paths::{PathPolicy, WriteMode};
+/// let dir = std::env::temp_dir().canonicalize()?.join(format!("beneath-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let files = PathPolicy::builder().allow(&dir).build()?.open_beneath()?;
+/// files.write(&dir, "notes.txt", b"hello", WriteMode::CreateNew)?;
+/// assert_eq!(files.read(&dir, "notes.txt", 1024)?, b"hello");
+/// assert!(files.read(&dir, "../../etc/passwd", 1024).is_err());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Platforms
+///
+/// - **Linux**: one `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+///   RESOLVE_NO_MAGICLINKS)` per open; where the kernel lacks it, the
+///   component walk below. [`Beneath::replace`] exchanges the two names
+///   with `renameat2(RENAME_EXCHANGE)`.
+/// - **macOS** (and other Unix): the component walk — each name opened
+///   relative to its parent's handle with `O_NOFOLLOW`, so a link anywhere
+///   on the way fails the open; the same guarantee as on Linux, one system
+///   call per component. [`Beneath::replace`] exchanges with
+///   `renameatx_np(RENAME_SWAP)` on macOS.
+/// - **Windows**: the same walk over directory handles, each name opened
+///   without following a reparse point (symbolic link or junction) and
+///   refused if it is one; [`Beneath::replace`] keeps the replaced file by
+///   a hard link (no exchange). See the crate's README for what Windows
+///   does not give.
+///
+/// # Security
+///
+/// Hard links are invisible to every path check: a hard link inside a root
+/// to a file elsewhere can be read. Writes never modify a file in place (a
+/// temporary file is renamed over it), so a hard-linked inode outside the
+/// root is never written. Programs the host runs on the same paths (the
+/// shell) do not go through these handles and are not protected by them.
+pub struct Beneath {
+    policy: PathPolicy,
+    view: Arc<dyn FileSystem>,
+    roots: Vec<(PathBuf, Option<Dir>)>,
+    durable: bool,
+    /// Test seams: behave as without `openat2`, `RENAME_EXCHANGE` or hard
+    /// links.
+    missing: Missing,
+}
+
+/// What [`Beneath::simulate_missing`] and
+/// [`Beneath::simulate_missing_openat2`] make the operations act as if the
+/// system lacked.
+#[derive(Debug, Clone, Copy, Default)]
+struct Missing {
+    openat2: bool,
+    exchange: bool,
+    hard_links: bool,
+}
+
+impl std::fmt::Debug for Beneath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Beneath")
+            .field("policy", &self.policy)
+            .field("roots", &self.roots)
+            .field("durable", &self.durable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A checked target: which root handle, and the path below it.
+struct Target {
+    spelling: String,
+    root: usize,
+    /// Below the root; empty for the root itself.
+    relative: PathBuf,
+    location: PathBuf,
+}
+
+impl Beneath {
+    /// The most entries a renamed directory may hold (each is judged where
+    /// it lands).
+    pub const MAX_MOVED: usize = 10_000;
+
+    pub(crate) fn open(policy: &PathPolicy, view: Arc<dyn FileSystem>) -> Result<Self, PathError> {
+        let mut roots = Vec::new();
+        for (root, _) in policy.roots() {
+            let dir = sys::open_root(root).map_err(|e| PathError::io("open root", root, e))?;
+            roots.push((root.to_path_buf(), dir));
+        }
+        Ok(Beneath {
+            policy: policy.clone(),
+            view,
+            roots,
+            durable: false,
+            missing: Missing::default(),
+        })
+    }
+
+    /// The policy this handle judges with.
+    pub fn policy(&self) -> &PathPolicy {
+        &self.policy
+    }
+
+    fn target(
+        &self,
+        base: &Path,
+        spelling: &str,
+        access: Access,
+        follow: Follow,
+    ) -> Result<Target, PathError> {
+        let checked =
+            self.policy
+                .judge(self.view.as_ref(), base, spelling, access, None, follow)?;
+        let location = checked.location().to_path_buf();
+        let root = self
+            .roots
+            .iter()
+            .position(|(root, _)| root == checked.root())
+            .ok_or_else(|| changed(spelling, &location, "its root has no handle"))?;
+        let relative = location
+            .strip_prefix(checked.root())
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Ok(Target {
+            spelling: spelling.to_owned(),
+            root,
+            relative,
+            location,
+        })
+    }
+
+    fn root_dir(&self, target: &Target) -> Result<&Dir, PathError> {
+        match self.roots.get(target.root) {
+            Some((_, Some(dir))) => Ok(dir),
+            Some((root, None)) => Err(PathError::io(
+                "open root",
+                root,
+                std::io::Error::from(std::io::ErrorKind::NotFound),
+            )),
+            None => Err(changed(&target.spelling, &target.location, "unknown root")),
+        }
+    }
+
+    /// Open the directory at `relative` beneath the root's handle, refusing
+    /// every link.
+    fn open_dir(&self, target: &Target, relative: &Path) -> Result<Dir, PathError> {
+        let root = self.root_dir(target)?;
+        sys::open_dir_beneath(root, relative, self.missing.openat2)
+            .map_err(|failed| opening(target, failed))
+    }
+
+    /// The parent directory's handle and the final name.
+    fn parent(&self, target: &Target) -> Result<(Dir, OsString), PathError> {
+        let name = target
+            .relative
+            .file_name()
+            .ok_or_else(|| {
+                changed(
+                    &target.spelling,
+                    &target.location,
+                    "it is an allowed root itself, which cannot be replaced, renamed or removed",
+                )
+            })?
+            .to_os_string();
+        let parent = target.relative.parent().unwrap_or(Path::new(""));
+        let dir = self.open_dir(target, parent)?;
+        Ok((dir, name))
+    }
+
+    fn sync_dir(&self, dir: &Dir, location: &Path) -> Result<(), PathError> {
+        if self.durable {
+            sys::sync_dir(dir).map_err(|e| PathError::io("fsync", location, e))?;
+        }
+        Ok(())
+    }
+
+    /// Test seam, not for production use: make [`Beneath::replace`] act as
+    /// on a file system without `RENAME_EXCHANGE` (it then keeps the old
+    /// file by a hard link) and, with `hard_links` too, without hard links
+    /// (it then keeps a copy). The fallbacks run exactly as they would
+    /// there; only the kernel's refusal is simulated.
+    #[doc(hidden)]
+    pub fn simulate_missing(&mut self, exchange: bool, hard_links: bool) {
+        self.missing.exchange = exchange;
+        self.missing.hard_links = hard_links;
+    }
+
+    /// Test seam, not for production use: open every path by the
+    /// component walk (one `O_NOFOLLOW` open per name), as where `openat2`
+    /// is missing — old kernels, seccomp filters, macOS — instead of one
+    /// `openat2`. No effect where the walk is the only mechanism.
+    #[doc(hidden)]
+    pub fn simulate_missing_openat2(&mut self, on: bool) {
+        self.missing.openat2 = on;
+    }
+
+    /// Whether to `fsync` written files and their directories (off by
+    /// default).
+    pub fn set_durable(&mut self, on: bool) {
+        self.durable = on;
+    }
+}
+
+fn changed(spelling: &str, location: &Path, detail: &str) -> PathError {
+    PathError::Changed {
+        spelling: spelling.to_owned(),
+        location: location.to_path_buf(),
+        detail: detail.to_owned(),
+    }
+}
+
+/// The refusal for an open beneath a root that failed.
+fn opening(target: &Target, failed: Failed) -> PathError {
+    let (spelling, location) = (&target.spelling, &target.location);
+    match failed.why {
+        Why::Link => changed(
+            spelling,
+            location,
+            "a link appeared on the way after the check",
+        ),
+        Why::NotDir => changed(spelling, location, "it is not a directory"),
+        Why::IsDir => changed(spelling, location, "it is a directory"),
+        _ => PathError::io("open", location, failed.error),
+    }
+}
+
+/// An I/O failure of `op` at `location`.
+fn io(op: &'static str, location: &Path, failed: Failed) -> PathError {
+    PathError::io(op, location, failed.error)
+}

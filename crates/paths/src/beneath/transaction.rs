@@ -1,0 +1,468 @@
+//! Staged files and files set aside: the steps a transaction over many
+//! files is built from (write beside, put in place, keep the old file,
+//! put it back or let it go).
+
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::sys::{self, Dir, Failed, Rename, Why};
+use super::{Beneath, Target, changed, io};
+use crate::resolve::Follow;
+use crate::{Access, EntryKind, PathError};
+
+/// A file written beside its target, waiting for [`Beneath::commit`],
+/// [`Beneath::commit_new`], [`Beneath::replace`] or [`Beneath::discard`].
+#[derive(Debug)]
+#[must_use = "a staged file stays on disk until committed or discarded"]
+pub struct Staged {
+    dir: Dir,
+    temp: OsString,
+    name: OsString,
+    target: PathBuf,
+    /// The size of the file it replaces, when staged (0: none): the most a
+    /// copy of that file kept for undoing may hold.
+    replaces_len: u64,
+}
+
+impl Staged {
+    /// The real location the staged file will replace.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// The temporary file's name (in the target's directory).
+    pub fn temp_name(&self) -> &OsStr {
+        &self.temp
+    }
+}
+
+/// A file moved out of its place and kept under a temporary name beside
+/// it (in the same directory, by the same handle), so that a transaction
+/// can put it back exactly — content, mode, owner, links — with one rename,
+/// which needs no space on the disk. Made by [`Beneath::replace`] and
+/// [`Beneath::set_aside`]; [`Beneath::restore`] puts it back and
+/// [`Beneath::release`] removes it for good. (On a file system that can
+/// neither exchange nor hard-link names, [`Beneath::replace`] keeps a copy
+/// of the content and mode in memory instead.)
+#[derive(Debug)]
+#[must_use = "a file set aside stays on disk under a temporary name until restored or released"]
+pub struct SetAside {
+    dir: Dir,
+    kept: Kept,
+    name: OsString,
+    target: PathBuf,
+    /// Whether its place holds a replacement (after [`Beneath::replace`]),
+    /// which restoring replaces in turn.
+    replaced: bool,
+}
+
+/// How a file set aside is kept.
+#[derive(Debug)]
+enum Kept {
+    /// The file itself, under this temporary name in the same directory.
+    Name(OsString),
+    /// A copy of its content and permission bits, where the file system
+    /// could neither exchange two names nor hard-link one.
+    Copy { bytes: Vec<u8>, mode: u32 },
+}
+
+impl SetAside {
+    /// Where the file was (and goes back to).
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// How many names [`with_temp_name`] tries before giving up.
+const TEMP_TRIES: usize = 64;
+
+/// Calls `take` with fresh temporary names, `.agentcaps-PID-N.tmp`, until
+/// one is not taken yet ([`Why::Exists`]), at most [`TEMP_TRIES`] times.
+/// The process id is read once: a forked child shares it and the counter,
+/// so a name already taken is not an error but a reason to take the next
+/// one.
+fn with_temp_name<T>(
+    mut take: impl FnMut(&OsStr) -> Result<T, Failed>,
+) -> Result<(OsString, T), Failed> {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let pid = *PID.get_or_init(std::process::id);
+    let mut tries = 0;
+    loop {
+        let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temp = OsString::from(format!(".agentcaps-{pid}-{n}.tmp"));
+        match take(&temp) {
+            Ok(taken) => return Ok((temp, taken)),
+            Err(failed) if failed.why == Why::Exists && tries + 1 < TEMP_TRIES => tries += 1,
+            Err(failed) => return Err(failed),
+        }
+    }
+}
+
+/// Removes `name` from `dir`: clean-up on a way that already fails.
+fn remove_quietly(dir: &Dir, name: &OsStr) {
+    let _ = sys::remove_file_at(dir, name);
+}
+
+/// Whether `name` in `dir` is a directory (not following a link).
+fn is_directory(dir: &Dir, name: &OsStr) -> bool {
+    sys::stat_at(dir, name).is_ok_and(|st| st.kind == EntryKind::Dir)
+}
+
+impl Beneath {
+    /// Write `bytes` to a temporary file beside the target, to be put in
+    /// place by [`Beneath::commit`] (for transactions over many files).
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`].
+    pub fn stage(&self, base: &Path, spelling: &str, bytes: &[u8]) -> Result<Staged, PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let (dir, name) = self.parent(&target)?;
+        self.stage_in(&target, dir, name, bytes)
+    }
+
+    pub(super) fn stage_in(
+        &self,
+        target: &Target,
+        dir: Dir,
+        name: OsString,
+        bytes: &[u8],
+    ) -> Result<Staged, PathError> {
+        let existing = sys::stat_at(&dir, &name).ok();
+        if existing.is_some_and(|st| st.kind == EntryKind::Dir) {
+            return Err(changed(
+                &target.spelling,
+                &target.location,
+                "it is a directory",
+            ));
+        }
+        let replaced = existing.filter(|st| st.kind == EntryKind::File);
+        let mode = replaced.map_or(sys::NEW_FILE_MODE, |st| st.mode);
+        let replaces_len = replaced.map_or(0, |st| st.len);
+        let temp = self.write_temp(&dir, mode, bytes, &target.location)?;
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location.clone(),
+            replaces_len,
+        })
+    }
+
+    /// Writes `bytes` to a new temporary file of permission bits `mode` in
+    /// `dir` (synced when durable) and names it; nothing is left on failure.
+    fn write_temp(
+        &self,
+        dir: &Dir,
+        mode: u32,
+        bytes: &[u8],
+        location: &Path,
+    ) -> Result<OsString, PathError> {
+        let (temp, mut file) = with_temp_name(|temp| sys::create_new_at(dir, temp, mode))
+            .map_err(|failed| io("create", location, failed))?;
+        let written = file.write_all(bytes).and_then(|()| {
+            if self.durable {
+                file.sync_all()
+            } else {
+                Ok(())
+            }
+        });
+        drop(file);
+        if let Err(e) = written {
+            remove_quietly(dir, &temp);
+            return Err(PathError::io("write", location, e));
+        }
+        Ok(temp)
+    }
+
+    /// Renames a staged file to its target's name; on success gives back
+    /// the directory handle, the name and the location, for syncing or
+    /// undoing.
+    pub(super) fn put_in_place(
+        &self,
+        staged: Staged,
+        how: Rename,
+        spelling: &str,
+    ) -> Result<(Dir, OsString, PathBuf), PathError> {
+        let renamed = sys::rename_at(&staged.dir, &staged.temp, &staged.dir, &staged.name, how);
+        if let Err(failed) = renamed {
+            remove_quietly(&staged.dir, &staged.temp);
+            return Err(match failed.why {
+                Why::Exists => PathError::AlreadyExists {
+                    spelling: spelling.to_owned(),
+                    location: staged.target,
+                },
+                Why::IsDir | Why::NotEmpty => {
+                    changed(spelling, &staged.target, "it is a directory")
+                }
+                _ => io("rename", &staged.target, failed),
+            });
+        }
+        Ok((staged.dir, staged.name, staged.target))
+    }
+
+    /// Rename a staged file over its target (replacing it). The rename is
+    /// relative to the directory handle opened when staging.
+    ///
+    /// # Errors
+    ///
+    /// I/O (the temporary file is removed).
+    pub fn commit(&self, staged: Staged) -> Result<(), PathError> {
+        let spelling = staged.target.display().to_string();
+        let (dir, _, location) = self.put_in_place(staged, Rename::Replace, &spelling)?;
+        self.sync_dir(&dir, &location)
+    }
+
+    /// Rename a staged file to its target's name, refusing to replace
+    /// anything that appeared there since.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::AlreadyExists`], or I/O (nothing is left: neither the
+    /// temporary file nor, when the directory could not be synced, the new
+    /// file).
+    pub fn commit_new(&self, staged: Staged) -> Result<(), PathError> {
+        let spelling = staged.target.display().to_string();
+        let (dir, name, location) = self.put_in_place(staged, Rename::NoReplace, &spelling)?;
+        self.sync_dir(&dir, &location).inspect_err(|_| {
+            remove_quietly(&dir, &name);
+        })
+    }
+
+    /// Put a staged file in place of the file at its target, and keep the
+    /// replaced file aside (the two are exchanged, atomically) for
+    /// [`Beneath::restore`] or [`Beneath::release`].
+    ///
+    /// Where the file system cannot exchange two names, the old file is
+    /// hard-linked under a temporary name before the staged file is renamed
+    /// over it; where it cannot hard-link either, a copy of its content (no
+    /// larger than when the file was staged) and mode is kept instead.
+    ///
+    /// # Errors
+    ///
+    /// I/O, [`PathError::Changed`] when a directory took the file's place
+    /// (it is put back) or the file grew since staging; the temporary file
+    /// is removed either way.
+    pub fn replace(&self, staged: Staged) -> Result<SetAside, PathError> {
+        let exchanged = if self.missing.exchange {
+            Err(Failed::new(
+                Why::Unsupported,
+                std::io::Error::from(std::io::ErrorKind::Unsupported),
+            ))
+        } else {
+            sys::rename_at(
+                &staged.dir,
+                &staged.temp,
+                &staged.dir,
+                &staged.name,
+                Rename::Exchange,
+            )
+        };
+        match exchanged {
+            Ok(()) => {}
+            // No exchange here (old kernel, a file system without it).
+            Err(failed) if failed.why == Why::Unsupported => {
+                return self.replace_without_exchange(staged);
+            }
+            Err(failed) => {
+                remove_quietly(&staged.dir, &staged.temp);
+                return Err(io("rename", &staged.target, failed));
+            }
+        }
+        let Staged {
+            dir,
+            temp,
+            name,
+            target,
+            ..
+        } = staged;
+        // Exchanging also swaps a directory out: swap back, drop the staged
+        // file, and refuse.
+        if is_directory(&dir, &temp) {
+            if sys::rename_at(&dir, &temp, &dir, &name, Rename::Exchange).is_ok() {
+                remove_quietly(&dir, &temp);
+            }
+            return Err(changed(
+                &target.display().to_string(),
+                &target,
+                "it is a directory",
+            ));
+        }
+        let aside = SetAside {
+            dir,
+            kept: Kept::Name(temp),
+            name,
+            target,
+            replaced: true,
+        };
+        self.synced(aside)
+    }
+
+    /// [`Beneath::replace`] where names cannot be exchanged: keep the old
+    /// file by a hard link (or, failing that, a copy), then rename over it.
+    fn replace_without_exchange(&self, staged: Staged) -> Result<SetAside, PathError> {
+        let spelling = staged.target.display().to_string();
+        let linked = with_temp_name(|temp| {
+            if self.missing.hard_links {
+                return Err(Failed::new(
+                    Why::Unsupported,
+                    std::io::Error::from(std::io::ErrorKind::Unsupported),
+                ));
+            }
+            sys::link_at(&staged.dir, &staged.name, temp)
+        });
+        let kept = match linked {
+            Ok((temp, ())) => Kept::Name(temp),
+            Err(_) => match self.copy_of(&staged) {
+                Ok(copy) => copy,
+                Err(error) => {
+                    remove_quietly(&staged.dir, &staged.temp);
+                    return Err(error);
+                }
+            },
+        };
+        let dir = sys::dup(&staged.dir).map_err(|e| PathError::io("dup", &staged.target, e))?;
+        let (name, target) = (staged.name.clone(), staged.target.clone());
+        if let Err(error) = self.put_in_place(staged, Rename::Replace, &spelling) {
+            if let Kept::Name(temp) = &kept {
+                remove_quietly(&dir, temp);
+            }
+            return Err(error);
+        }
+        self.synced(SetAside {
+            dir,
+            kept,
+            name,
+            target,
+            replaced: true,
+        })
+    }
+
+    /// The content and permission bits of the regular file a staged file
+    /// replaces, refusing one that grew since staging.
+    fn copy_of(&self, staged: &Staged) -> Result<Kept, PathError> {
+        let location = &staged.target;
+        let spelling = location.display().to_string();
+        let (file, stat) =
+            sys::open_file_at(&staged.dir, &staged.name).map_err(|failed| match failed.why {
+                Why::Link => changed(&spelling, location, "a link took its place"),
+                _ => io("open", location, failed),
+            })?;
+        if stat.kind != EntryKind::File {
+            return Err(changed(&spelling, location, "it is not a regular file"));
+        }
+        let mut bytes = Vec::new();
+        file.take(staged.replaces_len.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| PathError::io("read", location, e))?;
+        if bytes.len() as u64 > staged.replaces_len {
+            return Err(changed(&spelling, location, "it grew since it was read"));
+        }
+        Ok(Kept::Copy {
+            bytes,
+            mode: stat.mode,
+        })
+    }
+
+    /// Move the file (or link, never its target) at the path aside, under
+    /// a temporary name in the same directory: gone from its place, and
+    /// restorable by [`Beneath::restore`] until [`Beneath::release`].
+    ///
+    /// # Errors
+    ///
+    /// A refusal for [`Access::Write`], [`PathError::Changed`] for a
+    /// directory (left in place), or I/O.
+    pub fn set_aside(&self, base: &Path, spelling: &str) -> Result<SetAside, PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
+        let (dir, name) = self.parent(&target)?;
+        let (temp, ()) =
+            with_temp_name(|temp| sys::rename_at(&dir, &name, &dir, temp, Rename::NoReplace))
+                .map_err(|failed| io("rename", &target.location, failed))?;
+        let directory = is_directory(&dir, &temp);
+        let aside = SetAside {
+            dir,
+            kept: Kept::Name(temp),
+            name,
+            target: target.location,
+            replaced: false,
+        };
+        if directory {
+            let location = aside.target.clone();
+            self.restore(aside)?;
+            return Err(changed(spelling, &location, "it is a directory"));
+        }
+        self.synced(aside)
+    }
+
+    /// `aside` once its directory is synced (when durable); if that fails,
+    /// the file is put back first, so the error leaves the tree as it was.
+    fn synced(&self, aside: SetAside) -> Result<SetAside, PathError> {
+        match self.sync_dir(&aside.dir, &aside.target) {
+            Ok(()) => Ok(aside),
+            Err(error) => {
+                let _ = self.restore(aside);
+                Err(error)
+            }
+        }
+    }
+
+    /// Put a file set aside back in its place: over the replacement after
+    /// [`Beneath::replace`]; after [`Beneath::set_aside`], only if nothing
+    /// has taken the place since.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::AlreadyExists`], or I/O (the file stays aside, under
+    /// its temporary name).
+    pub fn restore(&self, aside: SetAside) -> Result<(), PathError> {
+        let how = if aside.replaced {
+            Rename::Replace
+        } else {
+            Rename::NoReplace
+        };
+        let temp = match aside.kept {
+            Kept::Name(temp) => temp,
+            Kept::Copy { bytes, mode } => {
+                self.write_temp(&aside.dir, mode, &bytes, &aside.target)?
+            }
+        };
+        sys::rename_at(&aside.dir, &temp, &aside.dir, &aside.name, how).map_err(|failed| {
+            match failed.why {
+                Why::Exists => PathError::AlreadyExists {
+                    spelling: aside.target.display().to_string(),
+                    location: aside.target.clone(),
+                },
+                _ => io("rename", &aside.target, failed),
+            }
+        })?;
+        self.sync_dir(&aside.dir, &aside.target)
+    }
+
+    /// Remove a file set aside, for good.
+    ///
+    /// # Errors
+    ///
+    /// I/O (the file stays under its temporary name).
+    pub fn release(&self, aside: SetAside) -> Result<(), PathError> {
+        let Kept::Name(temp) = &aside.kept else {
+            return Ok(());
+        };
+        // Not synced: the tree is already as it should be; a temporary file
+        // a crash brings back holds only old content.
+        sys::remove_file_at(&aside.dir, temp).map_err(|failed| io("remove", &aside.target, failed))
+    }
+
+    /// Remove a staged file.
+    ///
+    /// # Errors
+    ///
+    /// I/O.
+    pub fn discard(&self, staged: Staged) -> Result<(), PathError> {
+        sys::remove_file_at(&staged.dir, &staged.temp)
+            .map_err(|failed| io("remove", &staged.target, failed))
+    }
+}
