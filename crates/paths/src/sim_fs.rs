@@ -3,11 +3,9 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::spelling::windows_alias_of;
 use crate::{EntryKind, FileSystem, Probe};
 
 /// How a [`SimFs`] compares names.
@@ -141,11 +139,16 @@ impl SimFs {
         self
     }
 
+    /// The name under which an entry is stored and found: the name itself
+    /// (POSIX), its case-folded form, or the name Windows opens, folded.
+    /// (This model is written apart from the checks' own: a test comparing
+    /// the two finds a bug in either.)
     fn key(&self, name: &OsStr) -> Vec<u8> {
+        let bytes = name.as_encoded_bytes();
         match self.mode {
-            SimMode::Posix => name.as_bytes().to_vec(),
-            SimMode::CaseInsensitive => fold(name.as_bytes()),
-            SimMode::Windows => fold(windows_alias_of(name.as_bytes())),
+            SimMode::Posix => bytes.to_vec(),
+            SimMode::CaseInsensitive => case_key(bytes),
+            SimMode::Windows => case_key(ntfs_name(bytes)),
         }
     }
 
@@ -181,13 +184,23 @@ impl SimFs {
 
     /// Walk to `path` following intermediate links (and the final one when
     /// `follow_last`), as the kernel does for one system call.
+    ///
+    /// A path ending in a separator names a directory: its final link is
+    /// followed, and anything but a directory there is not found (`lstat`
+    /// of `file/` fails with `ENOTDIR`).
     fn walk(&self, path: &Path, follow_last: bool) -> io::Result<Option<&Node>> {
+        let trailing = path
+            .as_os_str()
+            .as_encoded_bytes()
+            .last()
+            .is_some_and(|&b| std::path::is_separator(char::from(b)));
+        let follow_last = follow_last || trailing;
         let mut pending: Vec<OsString> = Vec::new();
         push_reversed(&mut pending, path);
         let mut stack: Vec<&Node> = vec![&self.root];
         let mut links = 0u32;
         while let Some(name) = pending.pop() {
-            match name.as_bytes() {
+            match name.as_encoded_bytes() {
                 b"" | b"." => continue,
                 b"/" => {
                     stack.truncate(1);
@@ -225,7 +238,11 @@ impl SimFs {
             }
             stack.push(child);
         }
-        Ok(stack.last().copied())
+        let last = stack.last().copied();
+        if trailing && !matches!(last, Some(Node::Dir(_))) {
+            return Ok(None);
+        }
+        Ok(last)
     }
 }
 
@@ -243,11 +260,44 @@ fn push_reversed(pending: &mut Vec<OsString>, path: &Path) {
     pending.extend(parts);
 }
 
-fn fold(name: &[u8]) -> Vec<u8> {
-    match std::str::from_utf8(name) {
-        Ok(text) => text.to_lowercase().into_bytes(),
-        Err(_) => name.to_ascii_lowercase(),
+/// The name NTFS stores a Win32 name under: everything from the first `:`
+/// on names a stream of the file (`.env::$DATA`, `a:b`), and trailing dots
+/// and spaces are dropped (`.env. .` is `.env`) — except that a name made
+/// only of dots and spaces that reads `.` or `..` once its spaces are gone
+/// stays `.` or `..`.
+fn ntfs_name(name: &[u8]) -> &[u8] {
+    let file = name.split(|&b| b == b':').next().unwrap_or(name);
+    let kept = |keep: fn(&u8) -> bool| {
+        let end = file.iter().rposition(keep).map_or(0, |last| last + 1);
+        file.get(..end).unwrap_or(file)
+    };
+    let bare = kept(|b| !matches!(b, b'.' | b' '));
+    if !bare.is_empty() {
+        return bare;
     }
+    match kept(|b| *b != b' ') {
+        dots @ (b"." | b"..") => dots,
+        _ => &[],
+    }
+}
+
+/// A name folded for a case-insensitive comparison, one character at a
+/// time as NTFS and APFS compare: each character by its simple uppercase
+/// mapping (one character for one: `é` and `É` meet, `ß` does not become
+/// `SS`). A name that is not UTF-8 folds its ASCII letters only.
+fn case_key(name: &[u8]) -> Vec<u8> {
+    let Ok(text) = std::str::from_utf8(name) else {
+        return name.to_ascii_uppercase();
+    };
+    let mut key = String::with_capacity(text.len());
+    for c in text.chars() {
+        let mut upper = c.to_uppercase();
+        match (upper.next(), upper.next()) {
+            (Some(single), None) => key.push(single),
+            _ => key.push(c),
+        }
+    }
+    key.into_bytes()
 }
 
 impl FileSystem for SimFs {
@@ -280,6 +330,87 @@ impl FileSystem for SimFs {
             Some(Node::Symlink(target)) => Ok(target.clone()),
             Some(_) => Err(io::Error::from(io::ErrorKind::InvalidInput)),
             None => Err(io::Error::from(io::ErrorKind::NotFound)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finds(fs: &SimFs, path: &str) -> bool {
+        fs.entry(Path::new(path)).unwrap().is_some()
+    }
+
+    #[test]
+    fn windows_names_drop_streams_and_trailing_dots_and_spaces() {
+        let mut fs = SimFs::with_mode(SimMode::Windows);
+        fs.add_file("/d/.env").add_file("/d/x.txt");
+        for alias in [
+            "/d/.env",
+            "/d/.ENV",
+            "/d/.env.",
+            "/d/.env. . ",
+            "/d/.env::$DATA",
+            "/d/.Env:stream:$DATA",
+            "/D/X.TXT.",
+        ] {
+            assert!(finds(&fs, alias), "{alias}");
+        }
+        for other in ["/d/.env.x", "/d/env", "/d/ .env", "/d/...", "/d/x.tx"] {
+            assert!(!finds(&fs, other), "{other}");
+        }
+        // A name stored with its trailing dot is stored as Windows would.
+        fs.add_file("/d/y.");
+        assert!(finds(&fs, "/d/Y"));
+    }
+
+    #[test]
+    fn only_dots_and_spaces_keep_dot_and_dot_dot() {
+        assert_eq!(ntfs_name(b". "), b".");
+        assert_eq!(ntfs_name(b".. "), b"..");
+        assert_eq!(ntfs_name(b"..."), b"");
+        assert_eq!(ntfs_name(b". ."), b"");
+        assert_eq!(ntfs_name(b":x"), b"");
+        assert_eq!(ntfs_name(b"a. :b"), b"a");
+    }
+
+    #[test]
+    fn case_folding_covers_letters_beyond_ascii_one_for_one() {
+        let mut fs = SimFs::with_mode(SimMode::CaseInsensitive);
+        fs.add_file("/Été/Привет")
+            .add_file("/straße")
+            .add_file("/ΣΟΦΊΑ")
+            .add_file("/Ǆ");
+        assert!(finds(&fs, "/été/привет"));
+        assert!(finds(&fs, "/ÉTÉ/ПРИВЕТ"));
+        // Final and medial sigma both meet capital sigma.
+        assert!(!finds(&fs, "/σοφίας"));
+        assert!(finds(&fs, "/σοφία"));
+        assert!(finds(&fs, "/ςοφία"));
+        // `ß` has no one-character uppercase: it stays itself.
+        assert!(finds(&fs, "/STRAßE"));
+        assert!(!finds(&fs, "/STRASSE"));
+        // Title-case and lower-case digraphs meet the capital one.
+        assert!(finds(&fs, "/ǅ"));
+        assert!(finds(&fs, "/ǆ"));
+        // Composed and decomposed `é` are different names here.
+        assert!(!finds(&fs, "/E\u{301}t\u{e9}/Привет"));
+    }
+
+    #[test]
+    fn posix_names_compare_byte_for_byte() {
+        let mut fs = SimFs::new();
+        fs.add_file("/a/File").add_file("/a/.env");
+        assert!(finds(&fs, "/a/File"));
+        for other in [
+            "/a/file",
+            "/a/FILE",
+            "/a/.env.",
+            "/a/.env::$DATA",
+            "/A/File",
+        ] {
+            assert!(!finds(&fs, other), "{other}");
         }
     }
 }

@@ -12,6 +12,7 @@ mod lookups;
 // The kernel's own resolution (`openat2`) is the oracle: Linux only.
 #[cfg(target_os = "linux")]
 mod oracle;
+mod sim_fs;
 mod snapshots;
 
 mod component_walk;
