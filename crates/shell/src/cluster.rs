@@ -20,7 +20,7 @@ pub(crate) struct Conditions {
 }
 
 impl Conditions {
-    fn applies(self, rule: &OptionRule) -> bool {
+    pub(crate) fn applies(self, rule: &OptionRule) -> bool {
         match rule.when {
             When::Always => true,
             When::PathPolicy => self.path_policy,
@@ -71,13 +71,47 @@ pub(crate) fn shape(arg: &str, bundled: bool) -> Shape<'_> {
 }
 
 /// The first rule of `rules` that refuses `arg`, if any.
+///
+/// Where the table has a grammar and `arg` spells one of its long options
+/// exactly (`tar --file`), it is not read as an abbreviation of a longer
+/// refused one (`--files-from`): an exact match is what the program takes.
 pub(crate) fn refused<'r>(
     rules: &'r ProgramRules,
     arg: &str,
     bundled: bool,
     when: Conditions,
 ) -> Option<&'r OptionRule> {
-    let active = || rules.refuse.iter().filter(move |r| when.applies(r));
+    let hit = refused_by(&rules.refuse, &rules.text_value, arg, bundled, when)?;
+    if let (Shape::Long { name, .. }, Some(grammar)) = (shape(arg, bundled), &rules.grammar) {
+        let exact = |entry: &str| entry.strip_prefix("--") == Some(name);
+        let refused_exactly = |rule: &OptionRule| match Spelling::parse(&rule.option) {
+            Some(Spelling::Long {
+                name: r,
+                any_suffix,
+            }) => r == name || (any_suffix && name.starts_with(r)),
+            _ => false,
+        };
+        if grammar.entries().any(|(e, _)| exact(e)) {
+            return rules
+                .refuse
+                .iter()
+                .filter(|r| when.applies(r))
+                .find(|r| refused_exactly(r));
+        }
+    }
+    Some(hit)
+}
+
+/// The first of `refuse` that refuses `arg`, if any; `text_value` lists the
+/// short options whose attached value is text.
+pub(crate) fn refused_by<'r>(
+    refuse: &'r [OptionRule],
+    text_value: &[char],
+    arg: &str,
+    bundled: bool,
+    when: Conditions,
+) -> Option<&'r OptionRule> {
+    let active = || refuse.iter().filter(move |r| when.applies(r));
     // Single-dash words and Windows switches are matched on the whole argument.
     for rule in active() {
         match Spelling::parse(&rule.option) {
@@ -102,7 +136,7 @@ pub(crate) fn refused<'r>(
                 if hit.is_some() {
                     return hit;
                 }
-                if rules.text_value.contains(&c) {
+                if text_value.contains(&c) {
                     break;
                 }
             }
@@ -114,7 +148,7 @@ pub(crate) fn refused<'r>(
 /// A long option `name` (as written, before any `=`) matches a refused long
 /// option when it is an abbreviation of it (a prefix of at least one
 /// letter), or, for `--name*` rules, when it starts with it.
-fn long_matches(name: &str, refused: &str, any_suffix: bool) -> bool {
+pub(crate) fn long_matches(name: &str, refused: &str, any_suffix: bool) -> bool {
     !name.is_empty() && (refused.starts_with(name) || (any_suffix && name.starts_with(refused)))
 }
 

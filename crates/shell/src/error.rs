@@ -87,6 +87,53 @@ pub enum ShellError {
         /// Why it is refused.
         reason: String,
     },
+    /// An option the program's grammar does not list: what it would do
+    /// cannot be judged.
+    #[error(
+        "refused `{argument}` for `{program}` (rule unknown-option): `{option}` is not an option \
+         this policy knows for `{program}`, so what it does cannot be judged; the options it \
+         knows are {}",
+        list_some(allowed)
+    )]
+    UnknownOption {
+        /// The program's identity (with its subcommand, `git log`).
+        program: String,
+        /// The argument that holds the option.
+        argument: String,
+        /// The option as read.
+        option: String,
+        /// The options the program's grammar lists.
+        allowed: Vec<String>,
+    },
+    /// A subcommand the program's table does not list.
+    #[error(
+        "refused `{program} {subcommand}` (rule unknown-subcommand): this policy knows the \
+         `{program}` subcommands {}",
+        list_some(allowed)
+    )]
+    UnknownSubcommand {
+        /// The program's identity.
+        program: String,
+        /// The subcommand as given.
+        subcommand: String,
+        /// The subcommands the table lists.
+        allowed: Vec<String>,
+    },
+    /// A copy whose names in the target cannot be told from the command
+    /// line (the contents of a directory, `src/` or `src/.`).
+    #[error(
+        "refused `{source_spelling}` for `{program}` (rule copy-contents): it copies the contents \
+         of a directory into `{target}`, under names the command line does not show, so they \
+         cannot be judged; name the directory itself, without a trailing `/` or `/.`"
+    )]
+    CopyContents {
+        /// The program's identity.
+        program: String,
+        /// The source as given.
+        source_spelling: String,
+        /// The directory it is copied into.
+        target: String,
+    },
     /// A program's script would run a command or write a file.
     #[error(
         "refused the {program} script `{script}` (rule refused-script): it {reason}; \
@@ -241,6 +288,9 @@ impl ShellError {
             Self::ProgramPath { .. } => "program-path",
             Self::RefusedOption { .. } => "refused-option",
             Self::RefusedScript { .. } => "refused-script",
+            Self::UnknownOption { .. } => "unknown-option",
+            Self::UnknownSubcommand { .. } => "unknown-subcommand",
+            Self::CopyContents { .. } => "copy-contents",
             Self::Launcher { .. } => "launcher",
             Self::Path { .. } => "path",
             Self::WorkingDirectory { .. } => "working-directory",
@@ -279,6 +329,24 @@ impl ShellError {
                 | Self::Spawn { .. }
         )
     }
+}
+
+/// A list for a message: at most 60 items, then how many more.
+fn list_some(items: &[String]) -> String {
+    const SHOWN: usize = 60;
+    if items.is_empty() {
+        return "none".to_owned();
+    }
+    let mut text = items
+        .iter()
+        .take(SHOWN)
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if items.len() > SHOWN {
+        text.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    text
 }
 
 fn list_or_none(allowed: &[String]) -> String {

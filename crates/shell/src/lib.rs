@@ -66,6 +66,7 @@ mod cluster;
 mod config;
 mod env;
 mod error;
+mod grammar;
 mod identity;
 mod launcher;
 mod policy;
@@ -91,7 +92,10 @@ pub use policy::{
     ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,
 };
 pub use request::{Command, CommandRequest, ValidatedCommand};
-pub use rules::{ArgumentAccess, Arguments, OptionRule, ProgramRules, ScriptLanguage, When};
+pub use rules::{
+    ArgumentAccess, Arguments, Grammar, OperandRule, OptionRule, ProgramRules, ScriptLanguage,
+    Subcommand, When,
+};
 #[cfg(feature = "runner")]
 pub use runner::{Exit, RunResult, Truncated};
 pub use tokenize::{quote, split};

@@ -48,6 +48,18 @@ pub struct ProgramRules {
     /// A script language whose commands are scanned (`sed`, `awk`).
     #[serde(default)]
     pub script: Option<ScriptLanguage>,
+    /// The options the program accepts. With a grammar, an option it does
+    /// not list is refused (`unknown-option`), and operands (the script of
+    /// `sed`/`awk`, the target of a copy) are found where the options put
+    /// them.
+    #[serde(default)]
+    pub grammar: Option<Grammar>,
+    /// The program copies its operands into a directory: the last operand,
+    /// or the value of a `target` option of its grammar (`cp`, `mv`, `ln`,
+    /// `install`, `rsync`). Each `DIR/<name of a source>` is judged for
+    /// writing too.
+    #[serde(default)]
+    pub copy: bool,
 }
 
 impl ProgramRules {
@@ -61,7 +73,15 @@ impl ProgramRules {
             text_value: Vec::new(),
             bundled_first: false,
             script: None,
+            grammar: None,
+            copy: false,
         }
+    }
+
+    /// Give the program an allow-list grammar (see [`Grammar`]).
+    pub fn grammar(mut self, grammar: Grammar) -> Self {
+        self.grammar = Some(grammar);
+        self
     }
 
     /// Add a refused option (see the type's docs for spellings).
@@ -146,6 +166,96 @@ pub enum ScriptLanguage {
     Awk,
 }
 
+/// An allow-list grammar: every option a program accepts, and how.
+///
+/// Entries are spelled like rules: `"-x"` (a short option, which may be
+/// clustered: `-xy`), `"--long"` (a long option; its value, if it takes one,
+/// follows `=` or comes as the next argument) or `"-word"` (a single-dash
+/// word, as `find` reads them). An option that appears in no list — and no
+/// abbreviation of one, where `abbreviations` is set — is refused with the
+/// rule `unknown-option`. Refused options (the table's `refuse` rules) are
+/// checked first, so a grammar never lets a refused option through.
+///
+/// ```toml
+/// [[program]]
+/// name = "mytool"
+/// [program.grammar]
+/// flags = ["-v", "--verbose"]
+/// values = ["-o", "--format"]
+/// abbreviations = true
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Grammar {
+    /// Options that take no value.
+    pub flags: Vec<String>,
+    /// Options that take a value: attached (`-ovalue`, `--opt=value`) or the
+    /// next argument.
+    pub values: Vec<String>,
+    /// Options whose value is optional and can only be attached
+    /// (`-d[file]`, `--backup[=CONTROL]`).
+    pub optional: Vec<String>,
+    /// Options that take a value in some variants of the program and none
+    /// in others (BSD `sed -l` vs GNU `sed -l N`): operands are located
+    /// under both readings and each is judged.
+    pub either: Vec<String>,
+    /// Long options are also accepted on an unambiguous prefix (GNU
+    /// `getopt_long`); an ambiguous prefix is refused.
+    pub abbreviations: bool,
+    /// A cluster of digits is an option (`head -5`, `grep -3`).
+    pub digits: bool,
+    /// Options whose value is the program's script (`sed -e`, `awk
+    /// --source`). When one is present, operands are data; otherwise the
+    /// first operand is the script.
+    pub scripts: Vec<String>,
+    /// Options whose value is a directory the operands are copied into
+    /// (`cp -t DIR`).
+    pub target: Vec<String>,
+    /// A short option whose value names a long option (`awk -W version`,
+    /// `-W exec file`).
+    pub long_via: Option<char>,
+    /// The options end at the first operand, which names a subcommand
+    /// (`git`); everything after it belongs to the subcommand.
+    #[serde(rename = "subcommands")]
+    pub subcommands: Vec<Subcommand>,
+}
+
+/// A subcommand a program accepts (`git log`), with the options it refuses.
+///
+/// A subcommand that is not listed is refused (`unknown-subcommand`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Subcommand {
+    /// Its name.
+    pub name: String,
+    /// Options refused after it (short anywhere in a cluster, long on any
+    /// prefix).
+    pub refuse: Vec<OptionRule>,
+    /// An allow-list of its own options, when it has one.
+    pub grammar: Option<Box<Grammar>>,
+    /// The most operands it may have (`git config NAME` reads, `git config
+    /// NAME VALUE` writes), unless one of `more_operands_with` is present.
+    pub max_operands: Option<usize>,
+    /// Options that lift `max_operands` (`git config --get NAME REGEX`).
+    pub more_operands_with: Vec<String>,
+    /// Why more operands are refused.
+    pub operands_reason: Option<String>,
+    /// First operands refused, with why (`git config edit`).
+    pub refuse_operands: Vec<OperandRule>,
+}
+
+/// An operand refused in a given place, with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct OperandRule {
+    /// The operand, exactly.
+    pub operand: String,
+    /// Why it is refused.
+    pub reason: String,
+}
+
 #[derive(Deserialize)]
 struct RuleFile {
     program: Vec<ProgramRules>,
@@ -186,6 +296,9 @@ impl RuleSet {
         for rule in &table.refuse {
             validate_spelling(&table.name, &rule.option)?;
         }
+        if let Some(grammar) = &table.grammar {
+            validate_grammar(&table.name, grammar)?;
+        }
         let key = identity(&table.name);
         if key.is_empty() {
             return Err(ShellError::Config {
@@ -206,6 +319,12 @@ impl RuleSet {
                 if table.script.is_some() {
                     existing.script = table.script;
                 }
+                existing.copy |= table.copy;
+                match (&mut existing.grammar, table.grammar) {
+                    (Some(mine), Some(theirs)) => mine.extend(theirs),
+                    (mine @ None, theirs) => *mine = theirs,
+                    (Some(_), None) => {}
+                }
             }
             None => {
                 self.programs.insert(key, table);
@@ -223,6 +342,87 @@ impl RuleSet {
     pub(crate) fn tables(&self) -> impl Iterator<Item = &ProgramRules> {
         self.programs.values()
     }
+}
+
+impl Grammar {
+    /// Add another grammar's entries to this one (a host extending a
+    /// shipped table).
+    fn extend(&mut self, other: Grammar) {
+        self.flags.extend(other.flags);
+        self.values.extend(other.values);
+        self.optional.extend(other.optional);
+        self.either.extend(other.either);
+        self.scripts.extend(other.scripts);
+        self.target.extend(other.target);
+        self.abbreviations |= other.abbreviations;
+        self.digits |= other.digits;
+        if other.long_via.is_some() {
+            self.long_via = other.long_via;
+        }
+        self.subcommands.extend(other.subcommands);
+    }
+
+    /// Every entry, with its kind.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, Kind)> {
+        self.flags
+            .iter()
+            .map(|e| (e.as_str(), Kind::Flag))
+            .chain(self.values.iter().map(|e| (e.as_str(), Kind::Value)))
+            .chain(self.optional.iter().map(|e| (e.as_str(), Kind::Optional)))
+            .chain(self.either.iter().map(|e| (e.as_str(), Kind::Either)))
+    }
+}
+
+/// How an option of a grammar takes its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// No value.
+    Flag,
+    /// A value, attached or the next argument.
+    Value,
+    /// An optional value, attached only.
+    Optional,
+    /// A value in some variants, none in others.
+    Either,
+}
+
+fn validate_grammar(program: &str, grammar: &Grammar) -> Result<(), ShellError> {
+    let lists = grammar
+        .entries()
+        .map(|(e, _)| e)
+        .chain(grammar.scripts.iter().map(String::as_str))
+        .chain(grammar.target.iter().map(String::as_str));
+    for entry in lists {
+        let ok = matches!(
+            Spelling::parse(entry),
+            Some(
+                Spelling::Short(_)
+                    | Spelling::Word(_)
+                    | Spelling::Long {
+                        any_suffix: false,
+                        ..
+                    }
+            )
+        ) && !entry.ends_with('*')
+            && entry != "--";
+        if !ok {
+            return Err(ShellError::Config {
+                message: format!(
+                    "grammar entry `{entry}` for `{program}` is not an option spelling \
+                     (\"-x\", \"--long\" or \"-word\")"
+                ),
+            });
+        }
+    }
+    for sub in &grammar.subcommands {
+        for rule in &sub.refuse {
+            validate_spelling(program, &rule.option)?;
+        }
+        if let Some(inner) = &sub.grammar {
+            validate_grammar(program, inner)?;
+        }
+    }
+    Ok(())
 }
 
 fn validate_spelling(program: &str, option: &str) -> Result<(), ShellError> {

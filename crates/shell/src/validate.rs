@@ -13,14 +13,15 @@ use std::time::Duration;
 use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
 use crate::budget::LowerBound;
-use crate::cluster::{Conditions, parts, path_spellings, refused};
+use crate::cluster::{Conditions, parts, path_spellings, refused, refused_by};
 use crate::env::{check_agent_variable, child_environment, inheritable};
 use crate::error::ShellError;
+use crate::grammar::{self, Problem};
 use crate::identity::{identity, is_bare};
 use crate::launcher::{Launch, launch};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
-use crate::rules::{ArgumentAccess, Arguments};
+use crate::rules::{ArgumentAccess, Arguments, Grammar, OptionRule, ProgramRules};
 use crate::{script, tokenize};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
@@ -309,16 +310,40 @@ fn judge_options(
     let args = argv.get(segment.start + 1..segment.end).unwrap_or_default();
     for (i, arg) in args.iter().enumerate() {
         if let Some(rule) = refused(rules, arg, rules.bundled_first && i == 0, when) {
-            return Err(ShellError::RefusedOption {
-                program: segment.identity.clone(),
-                argument: arg.clone(),
-                option: rule.option.clone(),
-                reason: rule.reason.clone(),
-            });
+            return Err(refused_option(&segment.identity, arg, rule));
         }
     }
+    let mut scripts = Vec::new();
+    if let Some(grammar) = &rules.grammar {
+        // Programs that ship in variants reading an option differently
+        // (BSD `sed -l` vs GNU `sed -l N`) are read both ways.
+        let readings: &[bool] = if grammar.either.is_empty() {
+            &[false]
+        } else {
+            &[false, true]
+        };
+        for &either in readings {
+            let reading = grammar::read(
+                grammar,
+                &rules.refuse,
+                when,
+                args,
+                rules.bundled_first,
+                either,
+            )
+            .map_err(|p| problem(&segment.identity, grammar, p))?;
+            if let Some(at) = reading.subcommand {
+                judge_subcommand(&segment.identity, grammar, args, at, when)?;
+            }
+            if rules.script.is_some() {
+                scripts.extend(reading.scripts(grammar));
+            }
+        }
+    } else if let Some(language) = rules.script {
+        scripts = script::scripts(language, args);
+    }
     if let Some(language) = rules.script {
-        for text in script::scripts(language, args) {
+        for text in scripts {
             if let Some(reason) = script::refusal(language, text) {
                 return Err(ShellError::RefusedScript {
                     program: segment.identity.clone(),
@@ -326,6 +351,93 @@ fn judge_options(
                     reason: reason.to_owned(),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+fn refused_option(program: &str, arg: &str, rule: &OptionRule) -> ShellError {
+    ShellError::RefusedOption {
+        program: program.to_owned(),
+        argument: arg.to_owned(),
+        option: rule.option.clone(),
+        reason: rule.reason.clone(),
+    }
+}
+
+fn problem(program: &str, grammar: &Grammar, problem: Problem<'_>) -> ShellError {
+    match problem {
+        Problem::Unknown { argument, option } => ShellError::UnknownOption {
+            program: program.to_owned(),
+            argument: argument.to_owned(),
+            option,
+            allowed: grammar::listed(grammar),
+        },
+        Problem::Refused { argument, rule } => refused_option(program, argument, rule),
+    }
+}
+
+/// The subcommand at `args[at]` and its arguments (`git log --oneline`).
+fn judge_subcommand(
+    program: &str,
+    grammar: &Grammar,
+    args: &[String],
+    at: usize,
+    when: Conditions,
+) -> Result<(), ShellError> {
+    let name = args.get(at).map(String::as_str).unwrap_or_default();
+    let Some(sub) = grammar.subcommands.iter().find(|s| s.name == name) else {
+        return Err(ShellError::UnknownSubcommand {
+            program: program.to_owned(),
+            subcommand: name.to_owned(),
+            allowed: grammar.subcommands.iter().map(|s| s.name.clone()).collect(),
+        });
+    };
+    let full = format!("{program} {name}");
+    let rest = args.get(at + 1..).unwrap_or_default();
+    for arg in rest {
+        if let Some(rule) = refused_by(&sub.refuse, &[], arg, false, when) {
+            return Err(refused_option(&full, arg, rule));
+        }
+    }
+    let (operands, options): (Vec<&str>, Vec<&str>) = match &sub.grammar {
+        Some(inner) => {
+            let reading = grammar::read(inner, &sub.refuse, when, rest, false, false)
+                .map_err(|p| problem(&full, inner, p))?;
+            (reading.operands, reading.options)
+        }
+        None => (
+            rest.iter()
+                .map(String::as_str)
+                .filter(|a| !a.starts_with('-'))
+                .collect(),
+            Vec::new(),
+        ),
+    };
+    let first = operands.first().copied().unwrap_or_default();
+    if let Some(rule) = sub.refuse_operands.iter().find(|r| r.operand == first) {
+        return Err(ShellError::RefusedOption {
+            program: full,
+            argument: first.to_owned(),
+            option: rule.operand.clone(),
+            reason: rule.reason.clone(),
+        });
+    }
+    if let Some(max) = sub.max_operands {
+        let lifted = options
+            .iter()
+            .any(|o| sub.more_operands_with.iter().any(|m| m == o));
+        if operands.len() > max && !lifted {
+            let extra = operands.get(max).copied().unwrap_or_default();
+            return Err(ShellError::RefusedOption {
+                program: full,
+                argument: extra.to_owned(),
+                option: format!("operand {}", max + 1),
+                reason: sub
+                    .operands_reason
+                    .clone()
+                    .unwrap_or_else(|| "is more operands than this policy allows".to_owned()),
+            });
         }
     }
     Ok(())
@@ -377,6 +489,11 @@ fn judge_paths(
         Some(ArgumentAccess::List) => Access::List,
         _ => Access::Read,
     };
+    let args = argv.get(work.start + 1..work.end).unwrap_or_default();
+    let targets = match rules {
+        Some(r) if !text => copy_targets(r, args, when, &work.identity)?,
+        _ => Vec::new(),
+    };
     // Every distinct spelling once, with the argument it came from.
     let mut seen = HashSet::new();
     let mut spellings: Vec<(&str, &str)> = Vec::new();
@@ -384,21 +501,24 @@ fn judge_paths(
     let mut cost = paths.spelled_cost(cwd_spelling);
     if !text {
         let bundled = rules.is_some_and(|r| r.bundled_first);
-        let args = argv.get(work.start + 1..work.end).unwrap_or_default();
+        let mut all: Vec<(&str, &str)> = Vec::new();
         for (i, arg) in args.iter().enumerate() {
             parts.clear();
             path_spellings(rules, arg, bundled && i == 0, when, &mut parts);
-            for part in parts.drain(..) {
-                if seen.insert(part) {
-                    cost = cost.saturating_add(paths.spelled_cost(part));
-                    if cost > LOOKUP_BUDGET {
-                        return Err(ShellError::TooCostly {
-                            bound: cost,
-                            budget: LOOKUP_BUDGET,
-                        });
-                    }
-                    spellings.push((arg.as_str(), part));
+            all.extend(parts.iter().map(|part| (arg.as_str(), *part)));
+        }
+        // A copy's `DIR/<name>` targets, judged like the arguments.
+        all.extend(targets.iter().map(|(arg, target)| (*arg, target.as_str())));
+        for (arg, part) in all {
+            if seen.insert(part) {
+                cost = cost.saturating_add(paths.spelled_cost(part));
+                if cost > LOOKUP_BUDGET {
+                    return Err(ShellError::TooCostly {
+                        bound: cost,
+                        budget: LOOKUP_BUDGET,
+                    });
                 }
+                spellings.push((arg, part));
             }
         }
     }
@@ -437,6 +557,47 @@ fn judge_paths(
             })?;
     }
     Ok((cwd, budget.spent()))
+}
+
+/// For a copy-like program, the `DIR/<name>` each source is written to
+/// (with the source it comes from): `cp config .git/` writes `.git/config`.
+fn copy_targets<'a>(
+    rules: &'a ProgramRules,
+    args: &'a [String],
+    when: Conditions,
+    program: &str,
+) -> Result<Vec<(&'a str, String)>, ShellError> {
+    let Some(grammar) = rules.grammar.as_ref().filter(|_| rules.copy) else {
+        return Ok(Vec::new());
+    };
+    let Ok(reading) = grammar::read(
+        grammar,
+        &rules.refuse,
+        when,
+        args,
+        rules.bundled_first,
+        false,
+    ) else {
+        return Ok(Vec::new());
+    };
+    let Some((dir, sources)) = reading.copy(grammar) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for source in sources {
+        let trimmed = source.trim_end_matches(['/', '\\']);
+        let name = trimmed.rsplit(['/', '\\']).next().unwrap_or(trimmed);
+        if trimmed.len() != source.len() || name.is_empty() || name == "." || name == ".." {
+            return Err(ShellError::CopyContents {
+                program: program.to_owned(),
+                source_spelling: source.to_owned(),
+                target: dir.to_owned(),
+            });
+        }
+        let dir = dir.trim_end_matches(['/', '\\']);
+        out.push((source, format!("{dir}/{name}")));
+    }
+    Ok(out)
 }
 
 fn too_costly(budget: &Budget) -> ShellError {

@@ -48,9 +48,15 @@ pub(crate) fn load() -> Vec<(String, CommandRequest)> {
         .collect()
 }
 
+/// The corpus: the general attack table, then the per-program grammar
+/// table (allowed and refused spellings from each program's manual).
 fn table() -> Table {
-    let text = include_str!("../data/attacks.toml");
-    toml::from_str(text).expect("attacks.toml parses")
+    let mut table: Table =
+        toml::from_str(include_str!("../data/attacks.toml")).expect("attacks.toml parses");
+    let grammar: Table =
+        toml::from_str(include_str!("../data/grammar.toml")).expect("grammar.toml parses");
+    table.case.extend(grammar.case);
+    table
 }
 
 fn request(case: &Case) -> CommandRequest {

@@ -1,23 +1,28 @@
 //! A real temporary tree with links in and out, and the policies the attack
 //! tables name.
 
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::PathBuf;
 
 use agentcaps_paths::{PathPolicy, WindowsAliases};
 use agentcaps_shell::{
-    Arguments, ProgramRules, ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,
+    Arguments, ProgramRules, READ_ONLY_COMMANDS, ShellPolicy, ShellPolicyBuilder, WindowsRules,
+    danger,
 };
 
 /// Commands allowed in the test fixtures beyond `read_only`.
 pub(crate) const EXTRA: &[&str] = &[
     "sort", "grep", "find", "git", "rg", "sed", "awk", "tar", "env", "xargs", "sh", "bash", "sudo",
-    "nice", "timeout",
+    "nice", "timeout", "gawk", "mawk", "nawk", "fd", "ag", "tree", "cp", "mv", "ln", "install",
+    "rsync", "dash", "zsh", "ksh", "busybox", "flock", "taskset", "watch", "unshare", "setsid",
+    "chrt", "ionice", "nsenter", "chroot", "strace", "gdb", "parallel", "entr", "script", "su",
+    "doas", "pkexec", "runuser",
 ];
 
 pub(crate) struct Tree {
     _dir: tempfile::TempDir,
     pub(crate) root: PathBuf,
+    bin: PathBuf,
 }
 
 impl Tree {
@@ -46,7 +51,21 @@ impl Tree {
         symlink("/etc/passwd", root.join("o")).expect("link");
         symlink("../outside/dir", root.join("linkout")).expect("link");
         symlink("sub", root.join("inlink")).expect("link");
-        Tree { _dir: dir, root }
+        std::fs::create_dir_all(root.join(".git/hooks")).expect("mkdir");
+        // Validation looks each program up in PATH: programs not installed
+        // here are found as empty stand-ins, after the real ones.
+        let bin = base.join("bin");
+        std::fs::create_dir_all(&bin).expect("mkdir");
+        for name in EXTRA.iter().chain(READ_ONLY_COMMANDS) {
+            let stub = bin.join(name);
+            std::fs::write(&stub, "#!/bin/sh\nexit 0\n").expect("write");
+            std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        Tree {
+            _dir: dir,
+            root,
+            bin,
+        }
     }
 
     pub(crate) fn paths(&self) -> PathPolicy {
@@ -57,6 +76,15 @@ impl Tree {
     }
 
     fn with_extra(&self, builder: ShellPolicyBuilder) -> ShellPolicyBuilder {
+        let path = match std::env::var_os("PATH") {
+            Some(real) => {
+                let mut dirs: Vec<PathBuf> = std::env::split_paths(&real).collect();
+                dirs.push(self.bin.clone());
+                std::env::join_paths(dirs).expect("PATH")
+            }
+            None => self.bin.clone().into_os_string(),
+        };
+        let builder = builder.env("PATH", path.to_string_lossy());
         EXTRA.iter().fold(builder, |b, c| b.allow_command(*c))
     }
 

@@ -62,6 +62,26 @@ fn refusal_messages() {
             CommandRequest::argv(["sed", "s/a/b/w out", "notes.txt"]),
         ),
         (
+            "unknown_option",
+            "files",
+            CommandRequest::argv(["tree", "-W", "sub"]),
+        ),
+        (
+            "unknown_subcommand",
+            "files",
+            CommandRequest::argv(["git", "difftool", "-x", "id"]),
+        ),
+        (
+            "copy_contents",
+            "files",
+            CommandRequest::argv(["rsync", "-a", "sub/", "dst"]),
+        ),
+        (
+            "refused_operand",
+            "files",
+            CommandRequest::argv(["git", "config", "core.hooksPath", "sub"]),
+        ),
+        (
             "launcher",
             "files",
             CommandRequest::argv(["env", "cat", "notes.txt"]),
