@@ -25,7 +25,9 @@ pub(crate) const BLOCKED: &[(&str, &str)] = &[
 ];
 
 /// Blocked for writing only, inside allowed roots too, whether or not they
-/// exist yet: a write there becomes code that runs later.
+/// exist yet: a write there becomes code that runs later — at the next
+/// shell, `cargo build`, commit, CI run, or agent session. For writes they
+/// match in every case and every Windows alias (see `Rules`).
 pub(crate) const WRITE_PROTECTED: &[(&str, &str)] = &[
     (
         "**/.git/config",
@@ -52,4 +54,64 @@ pub(crate) const WRITE_PROTECTED: &[(&str, &str)] = &[
     ("**/.vscode/**", "tasks and settings VS Code runs"),
     ("**/.idea/**", "JetBrains run configurations"),
     ("**/.ripgreprc", "ripgrep options (`--pre` runs a program)"),
+    (
+        "**/.cargo/config",
+        "cargo settings: `build.rustc-wrapper`, runners and aliases run at the next `cargo build`",
+    ),
+    (
+        "**/.cargo/config.toml",
+        "cargo settings: `build.rustc-wrapper`, runners and aliases run at the next `cargo build`",
+    ),
+    (
+        "**/rust-toolchain",
+        "the toolchain rustup runs for every cargo command here (a path toolchain is any program)",
+    ),
+    (
+        "**/rust-toolchain.toml",
+        "the toolchain rustup runs for every cargo command here (a path toolchain is any program)",
+    ),
+    (
+        "**/.github/workflows/**",
+        "GitHub Actions workflows: commands CI runs with the repository's secrets",
+    ),
+    (
+        "**/.gitlab-ci.yml",
+        "GitLab CI jobs: commands CI runs with the project's secrets",
+    ),
+    (
+        "**/.pre-commit-config.yaml",
+        "pre-commit hooks: programs run at the next commit",
+    ),
+    (
+        "**/.husky/**",
+        "husky git hooks: scripts run at the next commit",
+    ),
+    (
+        "**/.devcontainer/**",
+        "dev-container definitions: images and commands run when the project is opened",
+    ),
+    (
+        "**/.claude/**",
+        "Claude Code settings: hooks, allowed commands and MCP servers an agent runs",
+    ),
+    (
+        "**/.codex/**",
+        "Codex settings: commands and MCP servers an agent runs",
+    ),
+    (
+        "**/.cursor/**",
+        "Cursor settings: rules and MCP servers an agent runs",
+    ),
+    (
+        "**/.gemini/**",
+        "Gemini CLI settings: tools and MCP servers an agent runs",
+    ),
+    (
+        "**/.git/info/**",
+        "git's per-repository attributes (filters that run programs) and excludes",
+    ),
+    (
+        "**/.gitconfig",
+        "git settings that name programs git runs (core.pager, aliases, filters)",
+    ),
 ];

@@ -281,7 +281,17 @@ impl PathPolicy {
     /// too, whether or not they exist yet), each with what it prevents:
     /// `.git/config`, `.git/hooks/**`, `.gitmodules`, `.bashrc`, `.profile`,
     /// `.zshrc`, `.envrc`, `.npmrc`, `.pypirc`, `.mcp.json`, `.vscode/**`,
-    /// `.idea/**`, `.ripgreprc` (at any depth).
+    /// `.idea/**`, `.ripgreprc`, `.cargo/config`, `.cargo/config.toml`,
+    /// `rust-toolchain`, `rust-toolchain.toml`, `.github/workflows/**`,
+    /// `.gitlab-ci.yml`, `.pre-commit-config.yaml`, `.husky/**`,
+    /// `.devcontainer/**`, `.claude/**`, `.codex/**`, `.cursor/**`,
+    /// `.gemini/**`, `.git/info/**`, `.gitconfig` (at any depth).
+    ///
+    /// For writes, these and the blocked entries match in every case and
+    /// every Windows alias on every host (`.GIT/hooks/x`, `.Env`,
+    /// `.git./config`, `.git::$DATA/config`), whatever
+    /// [`CaseInsensitive`] and [`WindowsAliases`] say: on a
+    /// case-insensitive mount they are the same file.
     pub const DEFAULT_WRITE_PROTECTED: &'static [(&'static str, &'static str)] =
         defaults::WRITE_PROTECTED;
 

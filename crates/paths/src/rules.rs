@@ -34,7 +34,11 @@ pub(crate) struct Rules {
     pub(crate) roots: Vec<Root>,
     /// Blocked and write-protected entries, in pattern order.
     entries: Vec<(String, EntryKind)>,
+    /// The entries as the policy's modes read them (for reads and lists).
     automaton: Option<meta::Regex>,
+    /// The same entries matched in every case (for writes); `None` when
+    /// [`Rules::automaton`] already folds case.
+    write_automaton: Option<meta::Regex>,
     fold_roots: bool,
     aliases: bool,
     allowed_text: String,
@@ -140,28 +144,14 @@ impl Rules {
             patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
             entries.push((entry.clone(), EntryKind::WriteProtected));
         }
-        let automaton = if patterns.is_empty() {
+        let automaton = compile_entries(&patterns, settings.fold_blocked)?;
+        // Writes match in every case whatever the modes say: on a
+        // case-insensitive mount (WSL's /mnt/c, a Mac volume in a
+        // container) `.GIT/hooks/x` is the real hook.
+        let write_automaton = if settings.fold_blocked {
             None
         } else {
-            Some(
-                meta::Regex::builder()
-                    .syntax(
-                        syntax::Config::new()
-                            .utf8(false)
-                            .case_insensitive(settings.fold_blocked),
-                    )
-                    .configure(
-                        meta::Regex::config()
-                            .match_kind(MatchKind::All)
-                            .utf8_empty(false)
-                            // Only which patterns match is asked, never
-                            // where: no capture states (a smaller
-                            // automaton, built in about half the time).
-                            .which_captures(WhichCaptures::None),
-                    )
-                    .build_many(&patterns)
-                    .map_err(|e| invalid("blocked entries", e.to_string()))?,
-            )
+            compile_entries(&patterns, true)?
         };
         let allowed_text = if roots.is_empty() {
             "none".to_owned()
@@ -179,6 +169,7 @@ impl Rules {
             roots,
             entries,
             automaton,
+            write_automaton,
             fold_roots: settings.fold_roots,
             aliases: settings.aliases,
             allowed_text,
@@ -213,8 +204,18 @@ impl Rules {
     /// The first blocked (or, for writes, write-protected) entry matching
     /// `location` as spelled and, where Windows aliases apply, as Windows
     /// would name it.
+    ///
+    /// For a **write**, every entry matches in every case and every Windows
+    /// alias (`.GIT/hooks/x`, `.Env`, `.git./config`, `.git::$DATA`),
+    /// whatever the modes say: a case-insensitive or Windows mount makes
+    /// them the same file, as git refuses `.Git` on every host. Reads and
+    /// lists keep the modes' semantics.
     fn blocking_entry(&self, location: &Location, access: Access) -> Option<(&str, EntryKind)> {
-        let automaton = self.automaton.as_ref()?;
+        let write = access == Access::Write;
+        let automaton = match (&self.write_automaton, write) {
+            (Some(folding), true) => folding,
+            _ => self.automaton.as_ref()?,
+        };
         let mut set: Option<PatternSet> = None;
         let mut probe = |bytes: &[u8]| {
             let input = Input::new(bytes).anchored(Anchored::Yes);
@@ -224,7 +225,13 @@ impl Rules {
             }
         };
         probe(location.as_bytes());
-        if self.aliases {
+        // Only a name Windows reads differently (`.git.`, `.env::$DATA`)
+        // has another spelling to probe.
+        if (self.aliases || write)
+            && location
+                .names()
+                .any(|name| windows_alias_of(name).len() != name.len())
+        {
             let mut aliased = Location::root();
             for name in location.names() {
                 let alias = windows_alias_of(name);
@@ -317,6 +324,28 @@ impl Rules {
         }
         Ok(index)
     }
+}
+
+/// Compile blocked and write-protected patterns into one automaton
+/// (`None` when there are none), folding case or not.
+fn compile_entries(patterns: &[String], fold: bool) -> Result<Option<meta::Regex>, PathError> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    meta::Regex::builder()
+        .syntax(syntax::Config::new().utf8(false).case_insensitive(fold))
+        .configure(
+            meta::Regex::config()
+                .match_kind(MatchKind::All)
+                .utf8_empty(false)
+                // Only which patterns match is asked, never where: no
+                // capture states (a smaller automaton, built in about half
+                // the time).
+                .which_captures(WhichCaptures::None),
+        )
+        .build_many(patterns)
+        .map(Some)
+        .map_err(|e| invalid("blocked entries", e.to_string()))
 }
 
 /// Whether `root` is a whole-component prefix of `location`.

@@ -229,7 +229,23 @@ pub(crate) fn run(corpus: &Corpus, fs: &dyn FileSystem, lookups: Option<&SimFs>)
     failures
 }
 
+/// Every data file in `tests/data`, each run by one test below.
+const DATA_FILES: &[&str] = &[
+    "case.toml",
+    "posix.toml",
+    "real.toml",
+    "windows.toml",
+    "windows_on_linux.toml",
+    "write_names.toml",
+];
+
 fn assert_clean(name: &str, failures: &[String], cases: usize) {
+    let file = name.split_whitespace().next().unwrap_or(name);
+    assert!(
+        DATA_FILES.contains(&file),
+        "{file} is not listed in DATA_FILES"
+    );
+    assert!(cases > 0, "{name}: no cases ran");
     assert!(
         failures.is_empty(),
         "{name}: {} of {cases} cases failed:\n{}",
@@ -266,6 +282,23 @@ fn case_folding_on_simulated_case_insensitive_tree() {
 }
 
 #[test]
+fn writes_match_every_case_and_alias_on_a_case_sensitive_host() {
+    sim_corpus("write_names.toml");
+}
+
+/// A data file nobody runs is a table of attacks that tests nothing.
+#[test]
+fn every_data_file_is_run() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, DATA_FILES, "files in {}", dir.display());
+}
+
+#[test]
 fn real_tree_attacks_including_proc_magic_links() {
     let tmp = tempfile::tempdir().unwrap();
     let tmp_path: PathBuf = tmp.path().canonicalize().unwrap();
@@ -280,9 +313,20 @@ fn real_tree_attacks_including_proc_magic_links() {
 /// is POSIX: the simulation and the kernel's view agree.
 #[test]
 fn posix_corpus_agrees_on_a_real_tree() {
+    agrees_on_a_real_tree("posix.toml");
+}
+
+/// The write-name corpus on the host's (case-sensitive) file system.
+#[test]
+fn write_names_agree_on_a_real_tree() {
+    agrees_on_a_real_tree("write_names.toml");
+}
+
+fn agrees_on_a_real_tree(name: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let tmp_path: PathBuf = tmp.path().canonicalize().unwrap();
-    let corpus = load("posix.toml", None);
+    let corpus = load(name, None);
+    assert_eq!(corpus.fs.mode, "posix", "{name}");
     let prefix = tmp_path.display().to_string();
     let moved = |p: &str| {
         if p.starts_with('/') {
@@ -356,5 +400,9 @@ fn posix_corpus_agrees_on_a_real_tree() {
             ));
         }
     }
-    assert_clean("posix.toml on a real tree", &failures, corpus.cases.len());
+    assert_clean(
+        &format!("{name} on a real tree"),
+        &failures,
+        corpus.cases.len(),
+    );
 }
