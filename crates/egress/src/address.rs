@@ -153,11 +153,100 @@ fn v6_default(addr: Ipv6Addr, nat64: bool) -> Option<Denial> {
     }
 }
 
+/// The IPv4 address an IPv6 address carries, when it is one of the IPv6
+/// spellings of an IPv4 address: IPv4-mapped (`::ffff:a.b.c.d`),
+/// IPv4-compatible (`::a.b.c.d`, but not `::` or `::1`) or, when `nat64`,
+/// the NAT64 well-known prefix (`64:ff9b::a.b.c.d`).
+pub(crate) fn embedded_v4(addr: Ipv6Addr, nat64: bool) -> Option<Ipv4Addr> {
+    let bits = u128::from(addr);
+    let low = Ipv4Addr::from((bits & 0xffff_ffff) as u32);
+    let mapped = v6_in(bits, 0xffff_0000_0000, 96);
+    let compatible = v6_in(bits, 0, 96) && bits > 1;
+    let translated = nat64 && v6_in(bits, NAT64_WELL_KNOWN.0, NAT64_WELL_KNOWN.1);
+    (mapped || compatible || translated).then_some(low)
+}
+
+/// The address `addr` denotes: the IPv4 address inside an IPv6 spelling
+/// of one ([`embedded_v4`]), else `addr` itself.
+pub(crate) fn denoted(addr: IpAddr, nat64: bool) -> IpAddr {
+    match addr {
+        IpAddr::V6(v6) => embedded_v4(v6, nat64).map_or(addr, IpAddr::V4),
+        IpAddr::V4(_) => addr,
+    }
+}
+
+/// A configured CIDR list, read by what its ranges denote: an IPv4-mapped
+/// range (`::ffff:0:0/96` or narrower) also stands for the IPv4 range it
+/// maps, so `::ffff:127.0.0.0/104` covers `127.0.0.1`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CidrList {
+    /// The ranges as configured.
+    nets: Vec<IpNet>,
+    /// Each IPv4-mapped entry as the IPv4 range it maps, with the entry.
+    mapped: Vec<(IpNet, IpNet)>,
+}
+
+impl CidrList {
+    pub(crate) fn new(nets: Vec<IpNet>) -> Self {
+        let mut list = CidrList::default();
+        for net in nets {
+            list.push(net);
+        }
+        list
+    }
+
+    pub(crate) fn push(&mut self, net: IpNet) {
+        if let IpNet::V6(v6) = net
+            && v6.prefix_len() >= 96
+            && let Some(v4) = v6.network().to_ipv4_mapped()
+            && let Ok(v4net) = ipnet::Ipv4Net::new(v4, v6.prefix_len() - 96)
+        {
+            self.mapped.push((IpNet::V4(v4net), net));
+        }
+        self.nets.push(net);
+    }
+
+    /// The configured entry that covers `addr` (for a mapped entry, the
+    /// entry as configured).
+    fn find(&self, addr: IpAddr) -> Option<IpNet> {
+        if let Some(net) = self.nets.iter().find(|n| n.contains(&addr)) {
+            return Some(*net);
+        }
+        self.mapped
+            .iter()
+            .find(|(v4, _)| v4.contains(&addr))
+            .map(|(_, entry)| *entry)
+    }
+}
+
+impl CidrList {
+    /// Allow-list reading: whether an entry opens `addr`. An IPv6 spelling
+    /// of an IPv4 address is opened only by what opens that IPv4 address
+    /// (an IPv4 range or an IPv4-mapped one), never by a wider IPv6 range
+    /// such as `::/0`; with NAT64 decoding off, a `64:ff9b::/96` address
+    /// is opened only by an entry inside that prefix.
+    fn opens(&self, addr: IpAddr, nat64: bool) -> bool {
+        let target = denoted(addr, nat64);
+        if target.is_ipv4() {
+            return self.find(target).is_some();
+        }
+        if let IpAddr::V6(v6) = addr
+            && v6_in(u128::from(v6), NAT64_WELL_KNOWN.0, NAT64_WELL_KNOWN.1)
+        {
+            return self
+                .nets
+                .iter()
+                .any(|n| n.prefix_len() >= NAT64_WELL_KNOWN.1 && n.contains(&addr));
+        }
+        self.find(addr).is_some()
+    }
+}
+
 /// The compiled address part of a policy.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AddressJudge {
-    pub(crate) allowed: Vec<IpNet>,
-    pub(crate) denied: Vec<IpNet>,
+    pub(crate) allowed: CidrList,
+    pub(crate) denied: CidrList,
     pub(crate) own: Vec<IpAddr>,
     pub(crate) defaults: bool,
     pub(crate) nat64: bool,
@@ -166,18 +255,30 @@ pub(crate) struct AddressJudge {
 impl AddressJudge {
     /// `Ok` when a connection to `addr` is allowed.
     ///
+    /// The lists are read by what an address denotes, across families:
+    /// `::ffff:127.0.0.2`, `::127.0.0.2` and (NAT64 or not) `64:ff9b::7f00:2`
+    /// are all `127.0.0.2` to `denied_cidrs`, and denied wins; for
+    /// `allowed_cidrs` an IPv6 spelling of an IPv4 address is that IPv4
+    /// address (the NAT64 one only when decoding is on), so an allowed
+    /// IPv6 range never opens an IPv4 address, and an allowed IPv4 range
+    /// opens its IPv6 spellings (see `CidrList::opens`).
+    ///
     /// Order: the policy's `denied_cidrs` (always win), then its
     /// `allowed_cidrs`, then the default ranges, then the host's own
     /// addresses.
     pub(crate) fn judge(&self, addr: IpAddr) -> Result<(), Denial> {
-        if let Some(net) = self.denied.iter().find(|n| n.contains(&addr)) {
+        // Every address `addr` could reach: itself, and the IPv4 address
+        // any IPv6 spelling carries (NAT64 decoded for denial even when
+        // decoding is off: denying more is the safe side).
+        let reaches = [addr, denoted(addr, true)];
+        if let Some(net) = reaches.iter().find_map(|a| self.denied.find(*a)) {
             return Err(Denial {
                 range: net.to_string(),
                 label: "denied_cidrs".to_owned(),
                 rule: AddressRule::DeniedCidr,
             });
         }
-        if self.allowed.iter().any(|n| n.contains(&addr)) {
+        if self.allowed.opens(addr, self.nat64) {
             return Ok(());
         }
         if self.defaults {
@@ -189,10 +290,10 @@ impl AddressJudge {
                 return Err(denial);
             }
         }
-        if self.own.contains(&addr) {
-            let len = if addr.is_ipv4() { 32 } else { 128 };
+        if let Some(own) = reaches.iter().find(|a| self.own.contains(a)) {
+            let len = if own.is_ipv4() { 32 } else { 128 };
             return Err(Denial {
-                range: format!("{addr}/{len}"),
+                range: format!("{own}/{len}"),
                 label: "this host's own address".to_owned(),
                 rule: AddressRule::OwnAddress,
             });

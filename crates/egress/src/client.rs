@@ -196,6 +196,7 @@ impl Client {
             url: url.to_owned(),
             headers: Vec::new(),
             body: Bytes::new(),
+            idle_timeout: None,
         }
     }
 
@@ -246,6 +247,7 @@ pub struct RequestBuilder {
     url: String,
     headers: Vec<(String, String)>,
     body: Bytes,
+    idle_timeout: Option<std::time::Duration>,
 }
 
 impl RequestBuilder {
@@ -253,6 +255,16 @@ impl RequestBuilder {
     /// `Host`, framing and cloud-metadata headers are refused.
     pub fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// How long this response's body may go without a byte before reading
+    /// stops with [`Phase::Idle`] (default: the policy's
+    /// `idle_timeout_ms`). The total deadline (`timeout_ms`) still holds:
+    /// a model-provider adapter sets a long total deadline and a short
+    /// idle one to stream for minutes yet notice a stalled stream.
+    pub fn idle_timeout(mut self, idle: std::time::Duration) -> Self {
+        self.idle_timeout = Some(idle);
         self
     }
 
@@ -294,7 +306,7 @@ impl RequestBuilder {
         let policy = &inner.policy;
         let mut headers = HeaderMap::new();
         for (name, value) in &self.headers {
-            let (n, v) = caller_header(name, value)?;
+            let (n, v) = caller_header(name, value, &policy.methods)?;
             headers.append(n, v);
         }
         if !headers.contains_key(USER_AGENT) {
@@ -329,6 +341,7 @@ impl RequestBuilder {
                     truncated: false,
                     deadline,
                     timeout_ms: millis(policy.timeout),
+                    idle: self.idle_timeout.unwrap_or(policy.idle_timeout),
                 });
             };
             drop(response);

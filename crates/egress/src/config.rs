@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The `[egress]` section of the policy file (SPEC §5.1): plain data that
+/// The `[egress]` section of the policy file: plain data that
 /// [`EgressPolicyConfig::build`] compiles into an [`crate::EgressPolicy`].
 ///
 /// Every field has a default, and the defaults are the safe setting:
@@ -65,6 +65,11 @@ pub struct EgressPolicyConfig {
     pub connect_timeout_ms: u64,
     /// Time from sending a request to receiving its response headers.
     pub header_timeout_ms: u64,
+    /// Time the body may go without a byte arriving (between body chunks,
+    /// and from the response head to the first chunk), beside the total
+    /// deadline: a stalled stream is noticed without cutting a long one.
+    /// A request can set its own ([`crate::RequestBuilder::idle_timeout`]).
+    pub idle_timeout_ms: u64,
     /// DNS servers (`"ip:port"` or `"ip"` for port 53) queried over UDP
     /// (TCP on truncation). Empty: the system's name servers, without its
     /// search list.
@@ -103,6 +108,7 @@ impl Default for EgressPolicyConfig {
             dns_timeout_ms: 5_000,
             connect_timeout_ms: 10_000,
             header_timeout_ms: 30_000,
+            idle_timeout_ms: 30_000,
             dns_servers: Vec::new(),
             nat64: false,
             deny_own_addresses: true,

@@ -21,6 +21,9 @@ pub enum NameRule {
     Blocked(String),
     /// The name has an empty label (`a..b`, two trailing dots) or is empty.
     EmptyLabel,
+    /// The DNS library cannot encode the name as a query (a label longer
+    /// than 63 bytes, a name longer than 255); the field says why.
+    Unencodable(String),
 }
 
 impl NameRule {
@@ -31,6 +34,7 @@ impl NameRule {
             NameRule::NotAllowed => "name.not-allowed",
             NameRule::Blocked(_) => "name.blocked",
             NameRule::EmptyLabel => "name.empty-label",
+            NameRule::Unencodable(_) => "name.unencodable",
         }
     }
 }
@@ -55,6 +59,10 @@ impl std::fmt::Display for NameRule {
             NameRule::EmptyLabel => {
                 f.write_str("a name may not have an empty label; spell the host name plainly")
             }
+            NameRule::Unencodable(why) => write!(
+                f,
+                "it cannot be sent as a DNS query ({why}); labels are at most 63 bytes and names at most 253"
+            ),
         }
     }
 }
@@ -144,6 +152,10 @@ pub enum HeaderRule {
     /// The name is not a valid HTTP token or the value is not a valid
     /// header value.
     Invalid,
+    /// A method-override header (`X-HTTP-Method-Override`,
+    /// `X-HTTP-Method`, `X-Method-Override`) whose value is not a method
+    /// the policy allows: it would tunnel a refused method.
+    MethodOverride,
 }
 
 impl HeaderRule {
@@ -152,6 +164,7 @@ impl HeaderRule {
             HeaderRule::LineBreak => "header.line-break",
             HeaderRule::Reserved => "header.reserved",
             HeaderRule::Invalid => "header.invalid",
+            HeaderRule::MethodOverride => "header.method-override",
         }
     }
 }
@@ -168,6 +181,8 @@ pub enum Phase {
     Headers,
     /// The whole request, redirects and body included (`timeout_ms`).
     Total,
+    /// No body byte arrived for `idle_timeout_ms` (a stalled stream).
+    Idle,
 }
 
 impl Phase {
@@ -177,6 +192,7 @@ impl Phase {
             Phase::Connect => "time.connect",
             Phase::Headers => "time.headers",
             Phase::Total => "time.total",
+            Phase::Idle => "time.idle",
         }
     }
     fn setting(self) -> &'static str {
@@ -185,6 +201,7 @@ impl Phase {
             Phase::Connect => "connect_timeout_ms",
             Phase::Headers => "header_timeout_ms",
             Phase::Total => "timeout_ms",
+            Phase::Idle => "idle_timeout_ms",
         }
     }
 }
@@ -391,6 +408,9 @@ fn header_help(rule: &HeaderRule) -> String {
         HeaderRule::Invalid => {
             "not a valid HTTP header name or value; use token characters in names and visible ASCII in values".to_owned()
         }
+        HeaderRule::MethodOverride => {
+            "it asks the server for a method the policy does not allow; only an allowed method may be named here".to_owned()
+        }
     }
 }
 
@@ -410,6 +430,7 @@ fn phase_help(phase: Phase) -> &'static str {
         Phase::Connect => "connecting",
         Phase::Headers => "waiting for the response headers",
         Phase::Total => "the whole request",
+        Phase::Idle => "waiting for the next piece of the body",
     }
 }
 

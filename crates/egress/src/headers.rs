@@ -2,9 +2,10 @@
 //! the client decides (the host, the framing) or carry a cloud-metadata
 //! credential header.
 
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
 use crate::error::{EgressError, HeaderRule};
+use crate::policy::parse_method;
 
 /// Headers the caller may not set. `host` and the framing headers are the
 /// client's to decide (the host comes from the judged URL); the rest are
@@ -23,10 +24,24 @@ pub(crate) const RESERVED: &[&str] = &[
     "metadata",
     "metadata-flavor",
     "x-google-metadata-request",
-    "x-aws-ec2-metadata-token",
-    "x-aws-ec2-metadata-token-ttl-seconds",
+    "x-metadata-token",
     "x-identity-header",
     "x-ms-metadata",
+];
+
+/// Header name prefixes of cloud-metadata tokens: every header whose
+/// name starts with one of these is refused (`X-aws-ec2-metadata-token`,
+/// `X-aws-ec2-metadata-token-ttl-seconds`, `X-aliyun-ecs-metadata-token`,
+/// `X-aliyun-ecs-metadata-token-ttl-seconds`, …).
+pub(crate) const RESERVED_PREFIXES: &[&str] =
+    &["x-aws-ec2-metadata-token", "x-aliyun-ecs-metadata-token"];
+
+/// Headers that ask a server to treat the request as another method;
+/// accepted only when their value is a method the policy allows.
+pub(crate) const METHOD_OVERRIDES: &[&str] = &[
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
 ];
 
 /// Headers dropped when a redirect changes origin.
@@ -39,10 +54,12 @@ fn refuse(name: &str, rule: HeaderRule) -> EgressError {
     }
 }
 
-/// Validates one caller header.
+/// Validates one caller header; `methods` are the methods the policy
+/// allows (a method-override header must name one of them).
 pub(crate) fn caller_header(
     name: &str,
     value: &str,
+    methods: &[Method],
 ) -> Result<(HeaderName, HeaderValue), EgressError> {
     let breaks = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
     if breaks(name) || breaks(value) {
@@ -50,8 +67,15 @@ pub(crate) fn caller_header(
     }
     let parsed = HeaderName::from_bytes(name.trim().as_bytes())
         .map_err(|_| refuse(name, HeaderRule::Invalid))?;
-    if RESERVED.contains(&parsed.as_str()) {
+    let lower = parsed.as_str();
+    if RESERVED.contains(&lower) || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p)) {
         return Err(refuse(name, HeaderRule::Reserved));
+    }
+    if METHOD_OVERRIDES.contains(&lower) {
+        let allowed = parse_method(value.trim()).is_ok_and(|m| methods.contains(&m));
+        if !allowed {
+            return Err(refuse(name, HeaderRule::MethodOverride));
+        }
     }
     let value =
         HeaderValue::from_str(value.trim()).map_err(|_| refuse(name, HeaderRule::Invalid))?;

@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use crate::address::denoted;
 use crate::error::NameRule;
 
 /// Suffixes that never denote a public host; each covers the name itself
@@ -105,9 +106,14 @@ impl DomainList {
         })
     }
 
-    /// Allow-list reading for an IP-literal host.
-    pub(crate) fn allows_ip(&self, ip: IpAddr) -> bool {
-        self.entries.contains(&Entry::Ip(ip))
+    /// Allow-list reading for an IP-literal host, by what both sides
+    /// denote (`::ffff:1.2.3.4` is `1.2.3.4`; a NAT64 spelling only when
+    /// `nat64` decoding is on).
+    pub(crate) fn allows_ip(&self, ip: IpAddr, nat64: bool) -> bool {
+        let want = denoted(ip, nat64);
+        self.entries
+            .iter()
+            .any(|e| matches!(e, Entry::Ip(entry) if denoted(*entry, nat64) == want))
     }
 
     /// Deny-list reading: a plain entry covers itself and everything
@@ -121,11 +127,19 @@ impl DomainList {
         })
     }
 
-    /// Deny-list reading for an IP-literal host.
+    /// Deny-list reading for an IP-literal host, by what both sides
+    /// denote (every IPv6 spelling of an IPv4 address, NAT64 included).
+    /// Returns the entry as configured.
     pub(crate) fn blocks_ip(&self, ip: IpAddr) -> Option<String> {
-        self.entries
-            .contains(&Entry::Ip(ip))
-            .then(|| ip.to_string())
+        let reaches = [ip, denoted(ip, true)];
+        self.entries.iter().find_map(|e| match e {
+            Entry::Ip(entry)
+                if reaches.contains(entry) || reaches.contains(&denoted(*entry, true)) =>
+            {
+                Some(entry.to_string())
+            }
+            _ => None,
+        })
     }
 }
 
@@ -144,6 +158,12 @@ pub(crate) fn judge_name(
     }
     if let Some(entry) = deny.blocks(name) {
         return Err(NameRule::Blocked(entry));
+    }
+    if let Err(e) = hickory_resolver::Name::from_ascii(format!("{name}.")) {
+        // A label over 63 bytes, a name over 255, or bytes the DNS
+        // library refuses: it could never be queried, so it is refused
+        // here by name rather than failing later as a DNS error.
+        return Err(NameRule::Unencodable(e.to_string()));
     }
     if defaults {
         if let Some(suffix) = SPECIAL_USE.iter().find(|s| is_under(name, s)) {

@@ -7,7 +7,7 @@ use http::Method;
 use ipnet::IpNet;
 use url::Url;
 
-use crate::address::{AddressJudge, own_addresses};
+use crate::address::{AddressJudge, CidrList, own_addresses};
 use crate::config::EgressPolicyConfig;
 use crate::error::{EgressError, NameRule};
 use crate::name::{DomainList, judge_name, strip_root};
@@ -37,6 +37,7 @@ pub struct EgressPolicy {
     pub(crate) dns_timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) header_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     pub(crate) dns_servers: Vec<SocketAddr>,
     pub(crate) loosened: Vec<String>,
 }
@@ -62,6 +63,7 @@ impl Default for EgressPolicy {
             dns_timeout: Duration::from_millis(config.dns_timeout_ms),
             connect_timeout: Duration::from_millis(config.connect_timeout_ms),
             header_timeout: Duration::from_millis(config.header_timeout_ms),
+            idle_timeout: Duration::from_millis(config.idle_timeout_ms),
             dns_servers: Vec::new(),
             loosened: Vec::new(),
         }
@@ -177,8 +179,8 @@ impl EgressPolicyConfig {
             methods,
             ports: self.allowed_ports.clone(),
             addresses: AddressJudge {
-                allowed,
-                denied: cidrs("denied_cidrs", &self.denied_cidrs)?,
+                allowed: CidrList::new(allowed),
+                denied: CidrList::new(cidrs("denied_cidrs", &self.denied_cidrs)?),
                 own: if self.deny_own_addresses {
                     own_addresses()
                 } else {
@@ -195,6 +197,7 @@ impl EgressPolicyConfig {
             dns_timeout: millis("dns_timeout_ms", self.dns_timeout_ms)?,
             connect_timeout: millis("connect_timeout_ms", self.connect_timeout_ms)?,
             header_timeout: millis("header_timeout_ms", self.header_timeout_ms)?,
+            idle_timeout: millis("idle_timeout_ms", self.idle_timeout_ms)?,
             dns_servers,
             loosened,
         })
@@ -377,7 +380,7 @@ impl EgressPolicy {
                 rule: NameRule::Blocked(entry),
             });
         }
-        if !self.allow.is_empty() && !self.allow.allows_ip(ip) {
+        if !self.allow.is_empty() && !self.allow.allows_ip(ip, self.addresses.nat64) {
             return Err(EgressError::Name {
                 name: host,
                 rule: NameRule::NotAllowed,
@@ -468,5 +471,11 @@ impl EgressPolicy {
     #[must_use]
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// How long a body may go without a byte (`idle_timeout_ms`).
+    #[must_use]
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
     }
 }

@@ -11,7 +11,7 @@ use hickory_resolver::name_server::TokioConnectionProvider;
 use hickory_resolver::proto::xfer::Protocol;
 use hickory_resolver::{Name, TokioResolver};
 
-use crate::error::{EgressError, Phase};
+use crate::error::{EgressError, NameRule, Phase};
 
 /// The client's own resolver.
 #[derive(Clone)]
@@ -73,9 +73,11 @@ impl DnsResolver {
     /// resolver). The name is queried as a fully qualified name, so no
     /// search domain is ever appended.
     pub(crate) async fn lookup(&self, name: &str, url: &str) -> Result<Vec<IpAddr>, EgressError> {
-        let fqdn = Name::from_ascii(format!("{name}.")).map_err(|e| EgressError::Dns {
-            host: name.to_owned(),
-            message: e.to_string(),
+        // Names are judged encodable before they get here; refuse by the
+        // same rule if one is not, never fail as a DNS error.
+        let fqdn = Name::from_ascii(format!("{name}.")).map_err(|e| EgressError::Name {
+            name: name.to_owned(),
+            rule: NameRule::Unencodable(e.to_string()),
         })?;
         let answer = tokio::time::timeout(self.timeout, self.inner.lookup_ip(fqdn))
             .await

@@ -39,9 +39,12 @@ pub struct BodyBytes {
     pub bytes: Bytes,
     /// The body was longer than `max_response_bytes` and was cut.
     pub truncated: bool,
-    /// The request's deadline (`timeout_ms`) passed while reading; `bytes`
-    /// holds what arrived before it.
+    /// A time limit stopped reading: the request's deadline
+    /// (`timeout_ms`), or no byte for `idle_timeout_ms` (then `stalled` is
+    /// true too); `bytes` holds what arrived before it.
     pub timed_out: bool,
+    /// The body stopped arriving for `idle_timeout_ms`.
+    pub stalled: bool,
 }
 
 /// A whole body read by [`Response::text`].
@@ -53,8 +56,10 @@ pub struct BodyText {
     pub text: String,
     /// The body was longer than `max_response_bytes` and was cut.
     pub truncated: bool,
-    /// The request's deadline passed while reading.
+    /// A time limit stopped reading (the deadline, or `idle_timeout_ms`).
     pub timed_out: bool,
+    /// The body stopped arriving for `idle_timeout_ms`.
+    pub stalled: bool,
 }
 
 /// The response to a request, after redirects were followed.
@@ -75,6 +80,7 @@ pub struct Response {
     pub(crate) truncated: bool,
     pub(crate) deadline: Instant,
     pub(crate) timeout_ms: u64,
+    pub(crate) idle: std::time::Duration,
 }
 
 impl Response {
@@ -127,20 +133,30 @@ impl Response {
     ///
     /// # Errors
     ///
-    /// [`EgressError::Timeout`] when the request's deadline passes,
+    /// [`EgressError::Timeout`] when the request's deadline passes
+    /// ([`Phase::Total`]) or no byte arrives for the idle limit
+    /// ([`Phase::Idle`]),
     /// [`EgressError::Http`] when the connection breaks.
     pub async fn chunk(&mut self) -> Result<Option<Bytes>, EgressError> {
         loop {
             let Some(body) = self.body.as_mut() else {
                 return Ok(None);
             };
-            let frame = match tokio::time::timeout_at(self.deadline, body.frame()).await {
+            let now = Instant::now();
+            let idle_end = now.checked_add(self.idle).unwrap_or(self.deadline);
+            let (until, phase, limit_ms) = if idle_end < self.deadline {
+                let idle_ms = u64::try_from(self.idle.as_millis()).unwrap_or(u64::MAX);
+                (idle_end, Phase::Idle, idle_ms)
+            } else {
+                (self.deadline, Phase::Total, self.timeout_ms)
+            };
+            let frame = match tokio::time::timeout_at(until, body.frame()).await {
                 Err(_) => {
                     self.body = None;
                     return Err(EgressError::Timeout {
                         url: self.url().to_owned(),
-                        phase: Phase::Total,
-                        limit_ms: self.timeout_ms,
+                        phase,
+                        limit_ms,
                     });
                 }
                 Ok(None) => {
@@ -190,12 +206,14 @@ impl Response {
     pub async fn bytes(mut self) -> Result<BodyBytes, EgressError> {
         let mut chunks: Vec<Bytes> = Vec::new();
         let mut timed_out = false;
+        let mut stalled = false;
         loop {
             match self.chunk().await {
                 Ok(Some(chunk)) => chunks.push(chunk),
                 Ok(None) => break,
-                Err(EgressError::Timeout { .. }) => {
+                Err(EgressError::Timeout { phase, .. }) => {
                     timed_out = true;
+                    stalled = phase == Phase::Idle;
                     break;
                 }
                 Err(e) => return Err(e),
@@ -211,6 +229,7 @@ impl Response {
             bytes,
             truncated: self.truncated,
             timed_out,
+            stalled,
         })
     }
 
@@ -227,6 +246,7 @@ impl Response {
             text: decode(&body.bytes, cut),
             truncated: body.truncated,
             timed_out: body.timed_out,
+            stalled: body.stalled,
         })
     }
 }

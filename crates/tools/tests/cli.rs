@@ -66,7 +66,7 @@ fn cli_corpus() {
     let port = common::http_server();
     let closed = common::closed_port();
     let policy = tree.policy(&format!(
-        "allowed_commands = [\"ls\", \"cat\", \"echo\"]\npath_policy = true\n\n[egress]\nallowed_cidrs = [\"127.0.0.0/8\"]\nallowed_ports = [{port}, {closed}]\nallowed_methods = [\"GET\"]\n"
+        "allowed_commands = [\"ls\", \"cat\", \"echo\"]\npath_policy = true\n\n[egress]\nallowed_cidrs = [\"127.0.0.0/8\"]\ndenied_cidrs = [\"127.0.0.9/32\"]\nallowed_ports = [{port}, {closed}]\nallowed_methods = [\"GET\"]\n"
     ));
     let corpus: Corpus = toml::from_str(include_str!("data/cli_cases.toml")).expect("corpus");
     assert!(corpus.case.len() > 25, "the corpus lost its cases");
@@ -408,5 +408,33 @@ fn an_oversized_patch_is_refused_by_its_size() {
     assert_eq!(
         std::fs::read(tree.root.join("edit.txt")).expect("edit.txt"),
         before
+    );
+}
+
+/// Text output says on stderr when the body was cut at
+/// `max_response_bytes` (what arrived is still printed).
+#[test]
+fn fetch_says_on_stderr_when_the_body_was_cut() {
+    let tree = common::Tree::new();
+    let port = common::http_server();
+    let policy = tree.policy(&format!(
+        "[egress]\nallowed_cidrs = [\"127.0.0.0/8\"]\nallowed_ports = [{port}]\nmax_response_bytes = 5\n"
+    ));
+    let args: Vec<String> = [
+        "fetch",
+        "--policy",
+        &policy.display().to_string(),
+        &format!("http://127.0.0.1:{port}/"),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let run = agentcaps(&tree.root, &args, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout.trim_end(), "hello");
+    assert!(
+        run.stderr.contains("cut at max_response_bytes"),
+        "{}",
+        run.stderr
     );
 }

@@ -4,7 +4,7 @@ address (denied) and one address outside each end (judged by the same
 list, so a neighbour inside another denied range is expected denied too).
 
 The expectations come from Python's `ipaddress`, a second implementation
-of prefix matching, and the range list of SPEC.md section 3 typed again
+of prefix matching, and the documented range list typed again
 here (not read from the Rust code)."""
 import ipaddress as ip
 

@@ -421,6 +421,34 @@ async fn refused_caller_headers_stop_the_request_before_any_connection() {
         ("Metadata-Flavor", "Google", "header.reserved"),
         ("Metadata", "true", "header.reserved"),
         ("X-aws-ec2-metadata-token", "t", "header.reserved"),
+        (
+            "X-aws-ec2-metadata-token-ttl-seconds",
+            "21600",
+            "header.reserved",
+        ),
+        ("X-AWS-EC2-METADATA-TOKEN-anything", "t", "header.reserved"),
+        ("X-aliyun-ecs-metadata-token", "t", "header.reserved"),
+        (
+            "X-aliyun-ecs-metadata-token-ttl-seconds",
+            "60",
+            "header.reserved",
+        ),
+        ("X-Google-Metadata-Request", "True", "header.reserved"),
+        ("X-Metadata-Token", "t", "header.reserved"),
+        ("X-HTTP-Method-Override", "DELETE", "header.method-override"),
+        ("X-HTTP-Method", "PUT", "header.method-override"),
+        ("X-Method-Override", "post", "header.method-override"),
+        (
+            "x-http-method-override",
+            "GET, DELETE",
+            "header.method-override",
+        ),
+        (
+            "X-HTTP-Method-Override",
+            "CONNECT",
+            "header.method-override",
+        ),
+        ("X-HTTP-Method-Override", "", "header.method-override"),
         ("Transfer-Encoding", "chunked", "header.reserved"),
         ("Content-Length", "0", "header.reserved"),
         ("Bad Name", "x", "header.invalid"),
@@ -430,10 +458,17 @@ async fn refused_caller_headers_stop_the_request_before_any_connection() {
         assert_eq!(err.rule(), rule, "{name:?}: {value:?}: {err}");
     }
     assert_eq!(sink.connections(), 0);
+    // An override naming an allowed method is an ordinary header.
+    c.get(&url)
+        .header("X-HTTP-Method-Override", "head")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sink.seen()[0].headers["x-http-method-override"], "head");
     // And the request line uses the judged URL's host, whatever the caller wanted.
     c.get(&url).send().await.unwrap();
     assert_eq!(
-        sink.seen()[0].headers["host"],
+        sink.seen()[1].headers["host"],
         format!("127.0.0.2:{}", sink.port())
     );
 }

@@ -2,6 +2,8 @@
 //! loopback with a real DNS server, HTTP and TLS servers.
 #![allow(unreachable_pub)] // support items are `pub` for the test modules of this one binary
 
+mod adapter;
+mod cross_family;
 mod e2e;
 mod invariants;
 mod knobs;

@@ -78,6 +78,21 @@ fn all_refusals() -> Vec<EgressError> {
             name: "Metadata-Flavor".into(),
             rule: HeaderRule::Reserved,
         },
+        EgressError::Header {
+            name: "X-HTTP-Method-Override".into(),
+            rule: HeaderRule::MethodOverride,
+        },
+        lexical(
+            &default,
+            &format!("http://{}.example.com/", "a".repeat(64)),
+            "GET",
+        ),
+        lexical(&open, "http://[::ffff:8.8.8.8]/", "GET"),
+        EgressError::Timeout {
+            url: "https://example.com/v1/stream".into(),
+            phase: Phase::Idle,
+            limit_ms: 20000,
+        },
         EgressError::ResponseHeadersTooLarge {
             url: "https://example.com/".into(),
             max: 65536,

@@ -1,5 +1,5 @@
 //! A second, independent statement of what must never be reachable,
-//! written from SPEC §3 without looking at the crate's tables: used by the
+//! written from the documented ranges without looking at the crate's tables: used by the
 //! property test here and by the `egress_url` fuzz target (which includes
 //! this file by path).
 

@@ -89,6 +89,16 @@ fn domain_lists_compare_normalized_names_and_resist_homographs() {
 }
 
 #[test]
+fn cidr_lists_apply_to_what_an_address_denotes_in_every_family() {
+    run_table("cross_family.toml");
+}
+
+#[test]
+fn cidr_lists_apply_across_families_with_nat64_decoding_on() {
+    run_table("cross_family_nat64.toml");
+}
+
+#[test]
 fn every_table_in_the_data_directory_is_run() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut files: Vec<String> = std::fs::read_dir(dir)
@@ -100,6 +110,8 @@ fn every_table_in_the_data_directory_is_run() {
     assert_eq!(
         files,
         [
+            "cross_family.toml",
+            "cross_family_nat64.toml",
             "domain_lists.toml",
             "ip_literals.toml",
             "names.toml",

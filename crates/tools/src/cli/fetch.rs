@@ -56,12 +56,25 @@ fn fetch_inner(args: &FetchArgs) -> Result<Outcome, Outcome> {
         if status >= 400 {
             eprintln!("agentcaps: HTTP status {status}");
         }
+        if body.truncated {
+            eprintln!("agentcaps: the body was cut at max_response_bytes; what arrived is shown");
+        }
+        if body.stalled {
+            eprintln!(
+                "agentcaps: the body stopped arriving for idle_timeout_ms; what arrived is shown"
+            );
+        } else if body.timed_out {
+            eprintln!(
+                "agentcaps: the deadline (timeout_ms) hit while reading the body; what arrived is shown"
+            );
+        }
         Ok(Outcome::allowed(body.text.clone())
             .with("status", json!(status))
             .with("headers", json!(headers))
             .with("body", json!(body.text))
             .with("truncated", json!(body.truncated))
             .with("timed_out", json!(body.timed_out))
+            .with("stalled", json!(body.stalled))
             .with("final_url", json!(final_url))
             .with("dialled", json!(dialled)))
     })

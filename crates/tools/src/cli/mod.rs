@@ -86,7 +86,10 @@ pub(crate) struct CommonArgs {
     /// Policy file (TOML). Without it, the built-in default applies.
     #[arg(long, value_name = "FILE")]
     policy: Option<PathBuf>,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object instead of text: `decision` is `allow`, `deny`
+    /// (refused by the policy, exit 3) or `error` (could not decide or
+    /// failed: exit 1, or 2 for usage and policy-file errors), with `rule`
+    /// and `reason`.
     #[arg(long)]
     json: bool,
 }
