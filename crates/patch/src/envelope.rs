@@ -210,6 +210,13 @@ fn chunks(lines: &mut Lines<'_>) -> Result<Vec<Hunk>> {
             continue;
         }
         let Some(line) = Line::from_body(raw) else {
+            if crate::unified::has_line_number_prefix(raw) {
+                return Err(PatchError::malformed(
+                    n,
+                    crate::error::Malformed::LineNumberPrefix,
+                    raw,
+                ));
+            }
             return Err(PatchError::parse(
                 n,
                 "a change line starting with ` `, `-` or `+`, or `@@`",

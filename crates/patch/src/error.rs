@@ -84,6 +84,53 @@ impl fmt::Display for Unsupported {
     }
 }
 
+/// A malformed shape that models often write, named so that the refusal
+/// can say how to repair it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Malformed {
+    /// Line numbers copied from a file reader in front of the lines
+    /// (`12: fn main`, `  12 | fn main`, `12\tfn main`).
+    LineNumberPrefix,
+    /// A hunk header without real numbers (`@@ -XXX @@`, `@@ ... @@`,
+    /// `@@ -N,M +N,M @@`).
+    PlaceholderHunkHeader,
+    /// A path that repeats the repository directory (`repo/src/x` from
+    /// inside `repo`, `src/src/x`): `fixed` is the name that exists.
+    DoubledPath {
+        /// The name with the repetition removed.
+        fixed: String,
+    },
+}
+
+impl Malformed {
+    /// The stable rule id.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Malformed::LineNumberPrefix => "line-number-prefix",
+            Malformed::PlaceholderHunkHeader => "placeholder-hunk-header",
+            Malformed::DoubledPath { .. } => "doubled-path",
+        }
+    }
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Malformed::LineNumberPrefix => f.write_str(
+                "starts with a line number copied from a file reader (`12: fn main`); remove the numbers: a hunk line is ` `, `-` or `+` then the file's text exactly",
+            ),
+            Malformed::PlaceholderHunkHeader => f.write_str(
+                "is a placeholder hunk header; write the real numbers (`@@ -12,3 +12,4 @@`: first line and line count, old side then new side), or send a `*** Begin Patch` envelope, whose `@@` lines need no numbers",
+            ),
+            Malformed::DoubledPath { fixed } => write!(
+                f,
+                "spells a directory twice (the repository's own name, or a repeated component); the file is {fixed:?}: name files relative to the working directory"
+            ),
+        }
+    }
+}
+
 /// Why a path as spelled in the patch is refused before any policy check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -270,6 +317,34 @@ pub enum PatchError {
         /// The line (cut to 80 characters).
         text: String,
     },
+    /// A malformed shape that models often write, with its repair.
+    #[error("patch line {line}: {found:?} {shape}")]
+    Malformed {
+        /// 1-based line of the patch.
+        line: usize,
+        /// Which shape.
+        shape: Malformed,
+        /// The line, or the name (cut to 80 characters).
+        found: String,
+    },
+    /// The names one file section gives disagree after prefix stripping
+    /// (`diff --git a/.env b/.env` over `--- a/a.txt`, `+++ b/.bashrc` in a
+    /// rename): which one would be written is not clear, so none is.
+    #[error(
+        "patch line {line} refused (inconsistent-names): {first_header} names {first:?} but {second_header} names {second:?}; every name of a section (`diff --git`, `---`/`+++`, `rename from`/`rename to`) must be the same file once the a/ and b/ prefixes are removed; give each file its own section"
+    )]
+    InconsistentNames {
+        /// 1-based line where the section starts.
+        line: usize,
+        /// The header that gave the first name (`diff --git`, `---`, ...).
+        first_header: &'static str,
+        /// The first name, prefix stripped.
+        first: String,
+        /// The header that disagrees.
+        second_header: &'static str,
+        /// Its name, prefix stripped.
+        second: String,
+    },
     /// A path refused from its spelling alone.
     #[error("path {path:?} refused ({}): {why}", .why.rule())]
     UnsafePath {
@@ -328,14 +403,15 @@ pub enum PatchError {
     },
     /// A hunk matches in more than one place equally well.
     #[error(
-        "hunk {hunk} of {path:?} is ambiguous: its context matches equally well at lines {lines:?}; add more context lines (or an @@ anchor) so it matches once"
+        "hunk {hunk} of {path:?} is ambiguous: its context matches at lines {}; add more context lines (or an @@ anchor) so it matches once",
+        line_list(lines)
     )]
     Ambiguous {
         /// The file.
         path: String,
         /// 1-based index of the hunk within its file section.
         hunk: usize,
-        /// 1-based lines where it matches.
+        /// 1-based lines where it matches (every one, up to 20).
         lines: Vec<usize>,
     },
     /// A limit of the configuration was exceeded.
@@ -374,6 +450,14 @@ pub enum PatchError {
     },
 }
 
+fn line_list(lines: &[usize]) -> String {
+    lines
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn bound_subject(bound: Bound, path: Option<&str>) -> String {
     if bound == Bound::MatchWork {
         return format!(
@@ -410,6 +494,15 @@ fn no_match_message(
         )),
         None => s.push_str("\nnothing in the file is close; re-read the file"),
     }
+    if !expected.is_empty()
+        && expected
+            .iter()
+            .all(|l| crate::unified::has_line_number_prefix(l.trim_start()))
+    {
+        s.push_str(
+            "\nevery line starts with a line number (`12: `) that a file reader adds; remove the numbers",
+        );
+    }
     s
 }
 
@@ -431,6 +524,8 @@ impl PatchError {
     pub fn rule(&self) -> &'static str {
         match self {
             PatchError::Parse { .. } => "parse",
+            PatchError::Malformed { shape, .. } => shape.rule(),
+            PatchError::InconsistentNames { .. } => "inconsistent-names",
             PatchError::HeaderCounts { .. } => "header-counts",
             PatchError::Unsupported { what, .. } => what.rule(),
             PatchError::UnsafePath { why, .. } => why.rule(),
@@ -454,6 +549,7 @@ impl PatchError {
             | PatchError::UnsafePath { .. }
             | PatchError::Symlink { .. }
             | PatchError::DuplicatePath { .. }
+            | PatchError::InconsistentNames { .. }
             | PatchError::Bound { .. } => true,
             PatchError::PathPolicy { source, .. } => source.is_refusal(),
             _ => false,
@@ -464,6 +560,14 @@ impl PatchError {
         PatchError::Parse {
             line,
             expected,
+            found: cut(found),
+        }
+    }
+
+    pub(crate) fn malformed(line: usize, shape: Malformed, found: &str) -> Self {
+        PatchError::Malformed {
+            line,
+            shape,
             found: cut(found),
         }
     }

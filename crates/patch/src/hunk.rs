@@ -186,6 +186,9 @@ enum Search {
     Only(usize),
 }
 
+/// At most this many candidate lines are listed in an ambiguity refusal.
+const MAX_AMBIGUOUS_LISTED: usize = 20;
+
 enum Found {
     At(usize),
     Ambiguous(Vec<usize>),
@@ -198,6 +201,16 @@ fn search(text: &Text<'_>, needle: &Needle<'_>, cursor: usize, how: Search, leve
         _ => return Found::Nowhere,
     };
     let hit = |p: usize| needle.matches_at(text, p, level);
+    // Every place it matches (up to a limit), so the refusal can list the
+    // candidates and the model can add the context that tells them apart.
+    let all = || {
+        Found::Ambiguous(
+            (cursor..=last)
+                .filter(|&p| hit(p))
+                .take(MAX_AMBIGUOUS_LISTED)
+                .collect(),
+        )
+    };
     match how {
         Search::Only(p) => {
             if p >= cursor && p <= last && hit(p) {
@@ -212,7 +225,7 @@ fn search(text: &Text<'_>, needle: &Needle<'_>, cursor: usize, how: Search, leve
         Search::Unique => {
             let mut hits = (cursor..=last).filter(|&p| hit(p));
             match (hits.next(), hits.next()) {
-                (Some(a), Some(b)) => Found::Ambiguous(vec![a, b]),
+                (Some(_), Some(_)) => all(),
                 (Some(a), None) => Found::At(a),
                 _ => Found::Nowhere,
             }
@@ -226,7 +239,7 @@ fn search(text: &Text<'_>, needle: &Needle<'_>, cursor: usize, how: Search, leve
                     .then_some(expected + d)
                     .filter(|&p| p <= last && hit(p));
                 match (below, above) {
-                    (Some(a), Some(b)) => return Found::Ambiguous(vec![a, b]),
+                    (Some(_), Some(_)) => return all(),
                     (Some(p), None) | (None, Some(p)) => return Found::At(p),
                     (None, None) => {}
                 }

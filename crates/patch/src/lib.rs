@@ -38,11 +38,24 @@
 //!   patches, copies, mode changes, symbolic links and unknown git headers
 //!   are refused by name.
 //! - **Paths**: absolute names, `..`, empty names, backslashes and names
-//!   that are not portable (SPEC §1.4) are refused from the spelling alone;
+//!   that are not portable on every platform are refused from the spelling
+//!   alone;
 //!   then every name is judged by the path policy for `Write` (a move's
 //!   source for `Read` too) on an overlay of the tree showing the patch's
 //!   own changes; no name may go through a symbolic link, before or after.
 //!   One fate per path.
+//! - **One meaning per section**: every name a file section gives
+//!   (`diff --git a/X b/Y`, `---`, `+++`, `rename from`/`rename to`, the
+//!   envelope's `*** Update File:`/`*** Move to:`) must name the same file
+//!   once the prefixes are stripped, as `git apply` checks; otherwise the
+//!   patch is refused (`inconsistent-names`) rather than one name written
+//!   and another judged.
+//! - **Repairs**: malformed shapes that models often write are refused with
+//!   the shape named and how to fix it: line numbers copied from a file
+//!   reader (`line-number-prefix`), placeholder hunk headers such as
+//!   `@@ -XXX @@` (`placeholder-hunk-header`), a path that spells the
+//!   repository directory twice (`doubled-path`), and a context that matches
+//!   in several places (`ambiguous`, every candidate line listed).
 //! - **Matching**: stated line, nearest exact offset, trailing whitespace
 //!   ignored, lenient folding only when configured; ties are ambiguous and
 //!   refused; every concession is in the [`ApplyReport`].
@@ -53,7 +66,7 @@
 //!
 //! # What is not protected
 //!
-//! Hard links cannot be seen by a path check (SPEC §1.1), but a patched
+//! Hard links cannot be seen by a path check, but a patched
 //! file is replaced by rename, so a hard-linked inode elsewhere is never
 //! written. A file another process creates where the patch creates one,
 //! between planning and renaming, is not replaced: the patch fails and is
@@ -86,7 +99,7 @@ use std::path::Path;
 use agentcaps_paths::{PathError, PathPolicy, RealFs};
 
 pub use config::PatchPolicyConfig;
-pub use error::{Bound, Candidate, PatchError, StateCheck, UnsafePath, Unsupported};
+pub use error::{Bound, Candidate, Malformed, PatchError, StateCheck, UnsafePath, Unsupported};
 pub use model::{Format, Patch};
 pub use report::{ApplyReport, Concession, FileAction, FileReport, HunkReport};
 
@@ -144,8 +157,9 @@ pub struct ApplyOptions {
     pub dry_run: bool,
     /// Leading components removed from unified-diff names (`-p N`). `None`:
     /// remove git's `a/` from old names and `b/` from new names where
-    /// present (SPEC §5.2). Names of `rename from`/`rename to` and of the
-    /// envelope are never stripped.
+    /// present. Names of `rename from`/`rename to` carry no prefix: with
+    /// `-p N` (N ≥ 1) they lose `N - 1` components, as with `git apply`.
+    /// Names of the envelope are never stripped.
     pub strip: Option<usize>,
 }
 

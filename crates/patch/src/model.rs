@@ -17,6 +17,20 @@ impl PartialEq for Incidental {
 }
 impl Eq for Incidental {}
 
+/// The two names of a `diff --git` line, when they can be told apart. Like
+/// [`Incidental`], not part of equality: a line whose names could not be
+/// told apart prints back as one whose names can (the section's other
+/// names), which says the same thing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct GitNames(pub(crate) Option<(String, String)>);
+
+impl PartialEq for GitNames {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for GitNames {}
+
 /// Which of the two supported formats a patch was written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -125,6 +139,9 @@ pub(crate) struct FilePatch {
     pub(crate) rename: Option<(String, String)>,
     /// Written with a `diff --git` header.
     pub(crate) git: bool,
+    /// The two names of the `diff --git` line, when they can be told apart
+    /// (kept to check that every name of the section agrees).
+    pub(crate) git_names: GitNames,
     /// The hunks, in order.
     pub(crate) hunks: Vec<Hunk>,
 }

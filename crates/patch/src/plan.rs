@@ -9,7 +9,7 @@ use agentcaps_paths::{
 };
 
 use crate::config::PatchPolicyConfig;
-use crate::error::{Bound, PatchError, StateCheck, UnsafePath};
+use crate::error::{Bound, Malformed, PatchError, StateCheck, UnsafePath};
 use crate::model::{FilePatch, Format, Operation, Patch};
 use crate::overlay::{After, Overlay};
 use crate::report::{FileAction, FileReport};
@@ -115,18 +115,36 @@ fn operation(file: &FilePatch, format: Format, strip_level: Option<usize>) -> Re
     } else {
         strip_level
     };
-    let old = file
-        .old
-        .as_deref()
-        .map(|o| strip(o, strip_level, "a/").and_then(|s| normalize(&s)))
-        .transpose()?;
-    let new = file
-        .new
-        .as_deref()
-        .map(|n| strip(n, strip_level, "b/").and_then(|s| normalize(&s)))
-        .transpose()?;
-    if let Some((from, to)) = &file.rename {
-        return Ok(Operation::Move(normalize(from)?, normalize(to)?));
+    let stripped =
+        |name: &str, prefix| strip(name, strip_level, prefix).and_then(|s| normalize(&s));
+    let old = file.old.as_deref().map(|o| stripped(o, "a/")).transpose()?;
+    let new = file.new.as_deref().map(|n| stripped(n, "b/")).transpose()?;
+    // git writes `rename from`/`rename to` without the a/ b/ prefix: with
+    // `-p n` it strips one component fewer from them.
+    let rename = match &file.rename {
+        Some((from, to)) => {
+            let level = match strip_level {
+                None | Some(0) => Some(0),
+                Some(n) => Some(n - 1),
+            };
+            let rename_name = |name: &str| strip(name, level, "").and_then(|s| normalize(&s));
+            Some((rename_name(from)?, rename_name(to)?))
+        }
+        None => None,
+    };
+    let git = match &file.git_names.0 {
+        Some((a, b)) => Some((stripped(a, "a/")?, stripped(b, "b/")?)),
+        None => None,
+    };
+    // The envelope's `*** Update File:` names the old side only when a
+    // `*** Move to:` follows.
+    let new_name = match (format, &rename) {
+        (Format::Envelope, Some(_)) => None,
+        _ => new.as_ref(),
+    };
+    agree(file, old.as_ref(), new_name, rename.as_ref(), git.as_ref())?;
+    if let Some((from, to)) = rename {
+        return Ok(Operation::Move(from, to));
     }
     Ok(match (old, new) {
         (None, Some(n)) => Operation::Create(n),
@@ -139,6 +157,72 @@ fn operation(file: &FilePatch, format: Format, strip_level: Option<usize>) -> Re
             });
         }
     })
+}
+
+/// Every name a section gives must name the same file once prefixes are
+/// stripped, as `git apply` checks: the old side (`diff --git a/X`, `---`,
+/// `rename from`) and the new side (`diff --git b/Y`, `+++`, `rename to`)
+/// each agree, and without a rename the two sides agree with each other.
+/// Otherwise one name would be written and another judged.
+fn agree(
+    file: &FilePatch,
+    old: Option<&String>,
+    new: Option<&String>,
+    rename: Option<&(String, String)>,
+    git: Option<&(String, String)>,
+) -> Result<()> {
+    let header = if file.git {
+        ("`---`", "`+++`")
+    } else if rename.is_some() {
+        ("`*** Update File:`", "`*** Update File:`")
+    } else {
+        ("`--- old`", "`+++ new`")
+    };
+    let mut old_side: Vec<(&'static str, &String)> = Vec::new();
+    let mut new_side: Vec<(&'static str, &String)> = Vec::new();
+    if let Some((a, b)) = git {
+        old_side.push(("`diff --git a/`", a));
+        new_side.push(("`diff --git b/`", b));
+    }
+    if let Some(o) = old {
+        old_side.push((header.0, o));
+    }
+    if let Some(n) = new {
+        new_side.push((header.1, n));
+    }
+    if let Some((from, to)) = rename {
+        let (from_header, to_header) = if file.git {
+            ("`rename from`", "`rename to`")
+        } else {
+            ("`*** Update File:`", "`*** Move to:`")
+        };
+        old_side.push((from_header, from));
+        new_side.push((to_header, to));
+    }
+    let check = |names: &[(&'static str, &String)]| -> Result<()> {
+        let Some((first_header, first)) = names.first() else {
+            return Ok(());
+        };
+        for (second_header, second) in names.iter().skip(1) {
+            if second != first {
+                return Err(PatchError::InconsistentNames {
+                    line: file.at.0,
+                    first_header,
+                    first: (*first).clone(),
+                    second_header,
+                    second: (*second).clone(),
+                });
+            }
+        }
+        Ok(())
+    };
+    if rename.is_some() {
+        check(&old_side)?;
+        check(&new_side)
+    } else {
+        old_side.extend(new_side);
+        check(&old_side)
+    }
 }
 
 fn bound(bound: Bound, limit: u64, actual: u64, path: Option<&str>) -> Result<()> {
@@ -240,6 +324,41 @@ fn judge(ctx: &Context<'_>, view: &dyn FileSystem, rel: &str, access: Access) ->
         })
 }
 
+/// For a file that is missing: the name it was probably meant to be when
+/// the patch repeats the repository directory (`repo/src/x` from inside
+/// `repo`, `src/src/x`) and that name is a readable file.
+fn doubled_path(ctx: &Context<'_>, rel: &str, line: usize) -> Option<PatchError> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    let base: Vec<String> = ctx
+        .base
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let mut candidates = Vec::new();
+    // The base directory's last k components spelled again in front.
+    for k in 1..parts.len() {
+        let (front, rest) = parts.split_at(k);
+        if base.len() > k
+            && base
+                .get(base.len() - k..)
+                .is_some_and(|tail| tail.iter().zip(front).all(|(a, b)| a == b))
+        {
+            candidates.push(rest.join("/"));
+        }
+    }
+    // A run of components spelled twice (`src/src/x`, `a/b/a/b/x`).
+    for k in 1..=parts.len() / 2 {
+        if parts.get(..k) == parts.get(k..2 * k) && parts.len() > 2 * k - 1 {
+            candidates.push(parts.get(k..).unwrap_or_default().join("/"));
+        }
+    }
+    candidates.into_iter().find_map(|fixed| {
+        let readable = judge(ctx, ctx.fs, &fixed, Access::Read).is_ok()
+            && matches!(walk(ctx.fs, ctx.base, &fixed), Ok(Some(EntryKind::File)));
+        readable.then(|| PatchError::malformed(line, Malformed::DoubledPath { fixed }, rel))
+    })
+}
+
 fn expect_file(rel: &str, kind: Option<EntryKind>) -> Result<()> {
     match kind {
         Some(EntryKind::File) => Ok(()),
@@ -339,7 +458,10 @@ pub(crate) fn plan(patch: &Patch, ctx: &Context<'_>, strip_level: Option<usize>)
     // Judge every name, before and after, then check the existing state.
     let mut new_dirs = Vec::new();
     let mut dirs_seen = HashSet::new();
-    for op in &ops {
+    for (op, file) in ops.iter().zip(&patch.files) {
+        let expect_file = |rel: &str, kind| {
+            expect_file(rel, kind).map_err(|e| doubled_path(ctx, rel, file.at.0).unwrap_or(e))
+        };
         match op {
             Operation::Create(p) | Operation::Update(p) | Operation::Delete(p) => {
                 judge(ctx, &overlay, p, Access::Write)?;

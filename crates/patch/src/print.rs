@@ -31,18 +31,21 @@ fn unified_file(f: &mut fmt::Formatter<'_>, file: &FilePatch) -> fmt::Result {
         None => "/dev/null".to_owned(),
     };
     if file.git {
-        let a = file
-            .old
-            .as_ref()
-            .or(file.new.as_ref())
-            .map(String::as_str)
-            .unwrap_or_default();
-        let b = file
-            .new
-            .as_ref()
-            .or(file.old.as_ref())
-            .map(String::as_str)
-            .unwrap_or_default();
+        let (a, b) = match &file.git_names.0 {
+            Some((a, b)) => (a.as_str(), b.as_str()),
+            None => (
+                file.old
+                    .as_ref()
+                    .or(file.new.as_ref())
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+                file.new
+                    .as_ref()
+                    .or(file.old.as_ref())
+                    .map(String::as_str)
+                    .unwrap_or_default(),
+            ),
+        };
         writeln!(
             f,
             "diff --git {} {}",

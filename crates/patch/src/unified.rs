@@ -5,8 +5,8 @@
 //! mode changes, symbolic links and unknown git headers are refused by name.
 //! Text before the first file header (an e-mail, a commit message) is skipped.
 
-use crate::error::{PatchError, Unsupported};
-use crate::model::{FilePatch, Format, Hunk, Incidental, Line, Patch, Stated};
+use crate::error::{Malformed, PatchError, Unsupported};
+use crate::model::{FilePatch, Format, GitNames, Hunk, Incidental, Line, Patch, Stated};
 use crate::quote::unquote;
 
 type Result<T> = std::result::Result<T, PatchError>;
@@ -296,6 +296,7 @@ fn git_section(lines: &mut Lines<'_>) -> Result<FilePatch> {
     let mut file = FilePatch {
         at: Incidental(n),
         git: true,
+        git_names: GitNames(names.clone()),
         ..FilePatch::default()
     };
     let (mut created, mut deleted) = (false, false);
@@ -407,7 +408,13 @@ fn git_section(lines: &mut Lines<'_>) -> Result<FilePatch> {
 /// Parses `@@ -a[,b] +c[,d] @@[ section]`.
 fn hunk_header(t: &str, line: usize) -> Result<(Stated, usize, usize, String)> {
     const EXPECTED: &str = "a hunk header `@@ -start,count +start,count @@`";
-    let bad = || PatchError::parse(line, EXPECTED, t);
+    let bad = || {
+        if is_placeholder_header(t) {
+            PatchError::malformed(line, Malformed::PlaceholderHunkHeader, t)
+        } else {
+            PatchError::parse(line, EXPECTED, t)
+        }
+    };
     let body = t.strip_prefix("@@ -").ok_or_else(bad)?;
     let (ranges, section) = body.split_once(" @@").ok_or_else(bad)?;
     let (old, new) = ranges.split_once(" +").ok_or_else(bad)?;
@@ -486,6 +493,13 @@ fn hunks(lines: &mut Lines<'_>, file: &mut FilePatch) -> Result<()> {
                 continue;
             }
             let Some(line) = Line::from_body(raw) else {
+                if has_line_number_prefix(raw) {
+                    return Err(PatchError::malformed(
+                        lines.number(),
+                        Malformed::LineNumberPrefix,
+                        raw,
+                    ));
+                }
                 return Err(short(old_left, new_left));
             };
             if line.is_old() {
@@ -545,6 +559,34 @@ fn hunks(lines: &mut Lines<'_>, file: &mut FilePatch) -> Result<()> {
         file.hunks.push(hunk);
     }
     Ok(())
+}
+
+/// `@@ -XXX @@`, `@@ ... @@`, `@@ -N,M +N,M @@`, a bare `@@`: a hunk
+/// header whose ranges hold no real numbers.
+pub(crate) fn is_placeholder_header(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix("@@") else {
+        return false;
+    };
+    let ranges = rest.split("@@").next().unwrap_or_default();
+    !ranges.bytes().any(|b| b.is_ascii_digit())
+        || ranges.bytes().any(|b| b.is_ascii_alphabetic())
+        || ranges.contains("..")
+}
+
+/// `12: fn main`, `  12 | fn main`, `12\tfn main`, `    12→fn main`: a line
+/// as a file reader shows it, its number in front.
+pub(crate) fn has_line_number_prefix(raw: &str) -> bool {
+    let t = raw.trim_start_matches(' ');
+    let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        return false;
+    }
+    let rest = t.get(digits..).unwrap_or_default();
+    rest.starts_with(':')
+        || rest.starts_with('\t')
+        || rest.starts_with('|')
+        || rest.starts_with(" |")
+        || rest.starts_with('\u{2192}')
 }
 
 /// `\ No newline at end of file`: marks the side(s) of the line before it.

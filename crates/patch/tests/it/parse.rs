@@ -28,6 +28,7 @@ struct Case {
 fn error_line(e: &PatchError) -> Option<usize> {
     match e {
         PatchError::Parse { line, .. }
+        | PatchError::Malformed { line, .. }
         | PatchError::HeaderCounts { line, .. }
         | PatchError::Unsupported { line, .. } => Some(*line),
         _ => None,

