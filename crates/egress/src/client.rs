@@ -218,13 +218,16 @@ impl Client {
         method: &Method,
     ) -> Result<ResolvedUrl, EgressError> {
         let verdict = self.inner.policy.check_url(url, method)?;
-        let addresses = self.addresses(&verdict).await?;
+        let addresses = self.judged_addresses(&verdict).await?;
         Ok(ResolvedUrl { verdict, addresses })
     }
 
     /// The judged addresses of a verdict's host: the literal, or every
     /// resolved answer (one denied answer refuses the name).
-    async fn addresses(&self, verdict: &UrlVerdict) -> Result<Vec<IpAddr>, EgressError> {
+    pub(crate) async fn judged_addresses(
+        &self,
+        verdict: &UrlVerdict,
+    ) -> Result<Vec<IpAddr>, EgressError> {
         match &verdict.target {
             Target::Ip(ip) => Ok(vec![*ip]),
             Target::Name(name) => {
@@ -398,7 +401,7 @@ impl Client {
         body: &Bytes,
     ) -> Result<(http::Response<hyper::body::Incoming>, Hop), EgressError> {
         let inner = &self.inner;
-        let addrs = self.addresses(verdict).await?;
+        let addrs = self.judged_addresses(verdict).await?;
         let keys: Vec<PoolKey> = addrs
             .iter()
             .map(|ip| PoolKey {

@@ -21,6 +21,11 @@ pub(crate) const RESERVED: &[&str] = &[
     "te",
     "trailer",
     "proxy-connection",
+];
+
+/// Headers cloud metadata services require or honour: a request carrying
+/// one could only be meant for such a service.
+pub(crate) const METADATA: &[&str] = &[
     "metadata",
     "metadata-flavor",
     "x-google-metadata-request",
@@ -67,19 +72,41 @@ pub(crate) fn caller_header(
     }
     let parsed = HeaderName::from_bytes(name.trim().as_bytes())
         .map_err(|_| refuse(name, HeaderRule::Invalid))?;
-    let lower = parsed.as_str();
-    if RESERVED.contains(&lower) || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p)) {
+    if RESERVED.contains(&parsed.as_str()) {
         return Err(refuse(name, HeaderRule::Reserved));
-    }
-    if METHOD_OVERRIDES.contains(&lower) {
-        let allowed = parse_method(value.trim()).is_ok_and(|m| methods.contains(&m));
-        if !allowed {
-            return Err(refuse(name, HeaderRule::MethodOverride));
-        }
     }
     let value =
         HeaderValue::from_str(value.trim()).map_err(|_| refuse(name, HeaderRule::Invalid))?;
+    judge_meaning(&parsed, &value, methods).map_err(|e| match e {
+        EgressError::Header { rule, .. } => refuse(name, rule),
+        other => other,
+    })?;
     Ok((parsed, value))
+}
+
+/// The rules on what a header asks for, whoever wrote the request: no
+/// cloud-metadata header, no override to a method the policy refuses.
+/// (The proxy applies these to the requests it forwards.)
+pub(crate) fn judge_meaning(
+    name: &HeaderName,
+    value: &HeaderValue,
+    methods: &[Method],
+) -> Result<(), EgressError> {
+    let lower = name.as_str();
+    if METADATA.contains(&lower) || RESERVED_PREFIXES.iter().any(|p| lower.starts_with(p)) {
+        return Err(refuse(lower, HeaderRule::Reserved));
+    }
+    if METHOD_OVERRIDES.contains(&lower) {
+        let allowed = value
+            .to_str()
+            .ok()
+            .and_then(|v| parse_method(v.trim()).ok())
+            .is_some_and(|m| methods.contains(&m));
+        if !allowed {
+            return Err(refuse(lower, HeaderRule::MethodOverride));
+        }
+    }
+    Ok(())
 }
 
 /// The size of a response head as counted against `max_header_bytes`:

@@ -52,8 +52,12 @@
 //!
 //! # Crate features
 //!
-//! None: resolution (hickory-resolver), TLS (rustls with `ring`, Web PKI
-//! roots) and HTTP/1.1 and HTTP/2 (hyper) are always built in.
+//! - `proxy` (default): [`proxy`], an HTTP proxy (absolute-form `http://`
+//!   requests and `CONNECT` tunnels) whose every connection is judged by
+//!   the policy, for commands that need the web only through this judge.
+//!
+//! Resolution (hickory-resolver), TLS (rustls with `ring`, Web PKI roots)
+//! and HTTP/1.1 and HTTP/2 (hyper) are always built in.
 //!
 //! # Types from other crates
 //!
@@ -71,6 +75,8 @@ mod error;
 mod headers;
 mod name;
 mod policy;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 mod resolve;
 mod response;
 mod transport;

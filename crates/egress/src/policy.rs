@@ -294,6 +294,20 @@ impl EgressPolicy {
     ///
     /// The refusal for the first rule the URL breaks.
     pub fn check_url(&self, raw: &str, method: &Method) -> Result<UrlVerdict, EgressError> {
+        let url = Self::parse(raw)?;
+        self.check_parsed(url, method)
+    }
+
+    /// Judges a URL like [`EgressPolicy::check_url`] but without a method:
+    /// for a tunnel (`CONNECT`), whose requests are not seen.
+    #[cfg(feature = "proxy")]
+    pub(crate) fn check_target(&self, raw: &str) -> Result<UrlVerdict, EgressError> {
+        let url = Self::parse(raw)?;
+        self.check_parsed_for(url, None)
+    }
+
+    /// Length, then the WHATWG parse (a zone id named as such).
+    fn parse(raw: &str) -> Result<Url, EgressError> {
         if raw.len() > MAX_URL_BYTES {
             return Err(EgressError::UrlTooLong {
                 len: raw.len(),
@@ -301,7 +315,7 @@ impl EgressPolicy {
             });
         }
         // The parser refuses zone ids too; name the rule when that is why.
-        let url = Url::parse(raw).map_err(|e| {
+        Url::parse(raw).map_err(|e| {
             if has_zone_id(raw) {
                 EgressError::ZoneId {
                     url: raw.to_owned(),
@@ -312,8 +326,7 @@ impl EgressPolicy {
                     reason: e.to_string(),
                 }
             }
-        })?;
-        self.check_parsed(url, method)
+        })
     }
 
     /// Judges an already parsed URL (a redirect target) exactly like
@@ -322,6 +335,15 @@ impl EgressPolicy {
         &self,
         url: Url,
         method: &Method,
+    ) -> Result<UrlVerdict, EgressError> {
+        self.check_parsed_for(url, Some(method))
+    }
+
+    /// Every rule but the method's when `method` is `None`.
+    fn check_parsed_for(
+        &self,
+        url: Url,
+        method: Option<&Method>,
     ) -> Result<UrlVerdict, EgressError> {
         let scheme = url.scheme();
         if scheme != "http" && scheme != "https" {
@@ -363,12 +385,14 @@ impl EgressPolicy {
                 allowed: self.allowed_ports(),
             });
         }
-        self.check_method(method)?;
+        if let Some(method) = method {
+            self.check_method(method)?;
+        }
         Ok(UrlVerdict {
             url,
             target,
             port,
-            method: method.clone(),
+            method: method.cloned().unwrap_or(Method::CONNECT),
         })
     }
 

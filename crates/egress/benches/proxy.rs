@@ -1,0 +1,180 @@
+//! The judging proxy against going direct, same client, same server, same
+//! run (target: through the proxy ≥ 0.8× direct, both figures):
+//!
+//! - `download_100mb/*`: one 100 MB body on a kept-alive HTTP/1.1
+//!   connection, bytes per second;
+//! - `keepalive_get/*`: small GET requests (64-byte body) one after the
+//!   other on one kept-alive connection, requests per second.
+//!
+//! The client is a bare hyper HTTP/1.1 connection: direct, it talks to the
+//! server in origin form; through the proxy, it talks to the proxy in
+//! absolute form (`GET http://127.0.0.1:PORT/ HTTP/1.1`) and the proxy
+//! judges, resolves nothing (an IP literal), dials, and streams back.
+//!
+//! Run: `cargo bench -p agentcaps-egress --bench proxy -- --warm-up-time 1 --measurement-time 5`.
+
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+
+use agentcaps_egress::EgressPolicyConfig;
+use agentcaps_egress::proxy::Proxy;
+use bytes::Bytes;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Frame;
+use hyper::client::conn::http1::SendRequest;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::{TcpListener, TcpStream};
+
+const BIG: usize = 100 * 1024 * 1024;
+const PIECE: usize = 64 * 1024;
+
+/// A body of `left` bytes sent as frames of one shared buffer.
+struct Repeat {
+    piece: Bytes,
+    left: usize,
+}
+
+impl hyper::body::Body for Repeat {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.left == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        let len = self.left.min(self.piece.len());
+        self.left -= len;
+        std::task::Poll::Ready(Some(Ok(Frame::data(self.piece.slice(..len)))))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(self.left as u64)
+    }
+}
+
+/// A keep-alive HTTP/1.1 server: `/big` answers 100 MB (64 KiB frames of
+/// one shared buffer), anything else 64 bytes.
+async fn server() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let piece = Bytes::from(vec![b'x'; PIECE]);
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = stream.set_nodelay(true);
+            let piece = piece.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let left = if req.uri().path() == "/big" { BIG } else { 64 };
+                    let body = Repeat {
+                        piece: piece.clone(),
+                        left,
+                    };
+                    async move { Ok::<_, Infallible>(hyper::Response::new(body)) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// One kept-alive client connection to `connect`, sending `target`.
+async fn connection(connect: SocketAddr) -> SendRequest<Empty<Bytes>> {
+    let stream = TcpStream::connect(connect).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    sender
+}
+
+async fn get(sender: &mut SendRequest<Empty<Bytes>>, target: &str, host: &str) -> usize {
+    sender.ready().await.unwrap();
+    let request = hyper::Request::builder()
+        .uri(target)
+        .header("host", host)
+        .body(Empty::new())
+        .unwrap();
+    let mut body = sender.send_request(request).await.unwrap().into_body();
+    let mut read = 0;
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.unwrap().into_data() {
+            read += data.len();
+        }
+    }
+    read
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = rt.block_on(server());
+    let proxy = rt.block_on(async {
+        let config = EgressPolicyConfig {
+            allowed_cidrs: vec!["127.0.0.1/32".into()],
+            allowed_ports: vec![addr.port()],
+            dns_servers: vec!["127.0.0.1:53".into()],
+            ..EgressPolicyConfig::default()
+        };
+        Proxy::bind(config.build().unwrap(), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap()
+    });
+    let via = proxy.local_addr().unwrap();
+    let host = addr.to_string();
+    let routes = [
+        ("direct", addr, String::new()),
+        ("proxy", via, format!("http://{addr}")),
+    ];
+
+    let mut group = c.benchmark_group("download_100mb");
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(BIG as u64));
+    for (name, connect, prefix) in &routes {
+        let mut sender = rt.block_on(connection(*connect));
+        let target = format!("{prefix}/big");
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                rt.block_on(async { assert_eq!(get(&mut sender, &target, &host).await, BIG) })
+            });
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("keepalive_get");
+    group.throughput(Throughput::Elements(1));
+    for (name, connect, prefix) in &routes {
+        let mut sender = rt.block_on(connection(*connect));
+        let target = format!("{prefix}/small");
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                rt.block_on(async { assert_eq!(get(&mut sender, &target, &host).await, 64) })
+            });
+        });
+    }
+    group.finish();
+    drop(proxy);
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default();
+    targets = bench
+}
+criterion_main!(benches);
