@@ -11,6 +11,10 @@
 
 use std::hint::black_box;
 use std::io;
+#[cfg(unix)]
+use std::os::unix::fs::symlink;
+#[cfg(windows)]
+use std::os::windows::fs::symlink_dir as symlink;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -54,8 +58,8 @@ fn tree() -> Tree {
         std::fs::write(root.join(format!("file{i}.txt")), b"x").unwrap();
         std::fs::write(root.join(format!("src/app/module/deep/m{i}.rs")), b"x").unwrap();
     }
-    std::os::unix::fs::symlink("src/app/module", root.join("module")).unwrap();
-    std::os::unix::fs::symlink("module/deep", root.join("deeplink")).unwrap();
+    symlink("src/app/module", root.join("module")).unwrap();
+    symlink("module/deep", root.join("deeplink")).unwrap();
     Tree { _tmp: tmp, root }
 }
 

@@ -18,7 +18,7 @@
 //! let policy = PathPolicy::builder().allow(&root).build()?;
 //!
 //! let allowed = policy.check(&root, "notes.txt", Access::Write)?;
-//! assert_eq!(allowed.location(), root.join("notes.txt"));
+//! assert!(allowed.location().ends_with("agentcaps-lib-doc/notes.txt"));
 //!
 //! let refused = policy.check(&root, "../../etc/passwd", Access::Read).unwrap_err();
 //! assert_eq!(refused.rule(), "outside-roots");

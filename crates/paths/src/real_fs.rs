@@ -1,18 +1,70 @@
-//! The host's file system, through `rustix`.
+//! The host's file system: through `rustix` on Unix, `std` on Windows.
 
-use std::ffi::OsString;
 use std::io;
-use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
+#[cfg(unix)]
 use rustix::fs::{AtFlags, CWD, FileType};
 
-use crate::{EntryKind, FileSystem, Probe};
+#[cfg(unix)]
+use crate::Probe;
+use crate::location::os_bytes;
+#[cfg(unix)]
+use crate::location::os_string;
+use crate::{EntryKind, FileSystem};
 
-/// The host's file system: `lstat` and `readlink` through `rustix`.
+/// The host's file system: `lstat` and `readlink` (through `rustix` on
+/// Unix; on Windows `std`'s `symlink_metadata` and `read_link`, where a
+/// symbolic link or junction is a link).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RealFs;
 
+#[cfg(windows)]
+impl FileSystem for RealFs {
+    fn entry(&self, path: &Path) -> io::Result<Option<EntryKind>> {
+        match std::fs::symlink_metadata(path) {
+            Ok(meta) => {
+                let file_type = meta.file_type();
+                Ok(Some(if file_type.is_symlink() {
+                    EntryKind::Symlink
+                } else if file_type.is_dir() {
+                    EntryKind::Dir
+                } else if file_type.is_file() {
+                    EntryKind::File
+                } else {
+                    EntryKind::Other
+                }))
+            }
+            Err(e) if missing(&e) => Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::InvalidFilename && name_cannot_exist(path) => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::read_link(path)
+    }
+}
+
+/// Windows: "not found", "path not found" (a parent is missing or not a
+/// directory) and "invalid name" (a name Windows cannot hold, such as one
+/// with `:` or `*`): nothing can be there.
+#[cfg(windows)]
+fn missing(error: &io::Error) -> bool {
+    const ERROR_PATH_NOT_FOUND: i32 = 3;
+    const ERROR_INVALID_NAME: i32 = 123;
+    const ERROR_DIRECTORY: i32 = 267;
+    error.kind() == io::ErrorKind::NotFound
+        || error.kind() == io::ErrorKind::NotADirectory
+        || matches!(
+            error.raw_os_error(),
+            Some(ERROR_PATH_NOT_FOUND | ERROR_INVALID_NAME | ERROR_DIRECTORY)
+        )
+}
+
+#[cfg(unix)]
 impl FileSystem for RealFs {
     fn entry(&self, path: &Path) -> io::Result<Option<EntryKind>> {
         match rustix::fs::statat(CWD, path, AtFlags::SYMLINK_NOFOLLOW) {
@@ -25,7 +77,7 @@ impl FileSystem for RealFs {
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         let target = rustix::fs::readlinkat(CWD, path, Vec::new())?;
-        Ok(PathBuf::from(OsString::from_vec(target.into_bytes())))
+        Ok(PathBuf::from(os_string(target.into_bytes())))
     }
 
     fn probes_in_one_lookup(&self) -> bool {
@@ -35,9 +87,7 @@ impl FileSystem for RealFs {
     /// One `readlink`: `EINVAL` means present and not a link.
     fn probe(&self, path: &Path) -> io::Result<Probe> {
         match rustix::fs::readlinkat(CWD, path, Vec::new()) {
-            Ok(target) => Ok(Probe::Link(PathBuf::from(OsString::from_vec(
-                target.into_bytes(),
-            )))),
+            Ok(target) => Ok(Probe::Link(PathBuf::from(os_string(target.into_bytes())))),
             Err(rustix::io::Errno::INVAL) => Ok(Probe::Present),
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(Probe::Missing),
             Err(rustix::io::Errno::NAMETOOLONG) if name_cannot_exist(path) => Ok(Probe::Missing),
@@ -57,12 +107,12 @@ const NAME_MAX: usize = 255;
 /// failing the check. A whole path longer than the kernel takes is still an
 /// error: something may exist there that this lookup cannot see.
 fn name_cannot_exist(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     path.file_name()
-        .is_some_and(|name| name.as_bytes().len() > NAME_MAX)
+        .is_some_and(|name| os_bytes(name).len() > NAME_MAX)
 }
 
-pub(crate) fn kind_of(file_type: FileType) -> EntryKind {
+#[cfg(unix)]
+fn kind_of(file_type: FileType) -> EntryKind {
     match file_type {
         FileType::RegularFile => EntryKind::File,
         FileType::Directory => EntryKind::Dir,

@@ -3,8 +3,6 @@
 //! from a [`Budget`].
 
 use std::borrow::Cow;
-use std::ffi::OsStr;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use crate::location::Location;
 use crate::rules::Rules;
@@ -215,7 +213,7 @@ impl<'a> Resolver<'a> {
             Probe::Link(target) => {
                 self.probed_link = Some((
                     location.as_bytes().to_vec(),
-                    target.into_os_string().into_vec(),
+                    crate::location::os_bytes(target.as_os_str()).to_vec(),
                 ));
                 (
                     Seen::Known(Some(EntryKind::Symlink)),
@@ -250,7 +248,7 @@ impl<'a> Resolver<'a> {
             .fs
             .read_link(location.as_path())
             .map_err(|e| PathError::io("readlink", location.as_path(), e))?;
-        let target = target.into_os_string().into_vec();
+        let target = crate::location::os_bytes(target.as_os_str()).to_vec();
         if let Some(memo) = self.links_memo.as_mut() {
             memo.insert(location.as_bytes().to_vec(), target.clone());
         }
@@ -483,7 +481,7 @@ impl<'a> Resolver<'a> {
                 spelling: format!(
                     "{} (through a link to {})",
                     self.spelling,
-                    OsStr::from_bytes(target).to_string_lossy()
+                    String::from_utf8_lossy(target)
                 ),
                 why,
             });

@@ -147,8 +147,8 @@ impl SimFs {
         let bytes = name.as_encoded_bytes();
         match self.mode {
             SimMode::Posix => bytes.to_vec(),
-            SimMode::CaseInsensitive => case_key(bytes),
-            SimMode::Windows => case_key(ntfs_name(bytes)),
+            SimMode::CaseInsensitive => case_key(bytes, false),
+            SimMode::Windows => case_key(ntfs_name(bytes), true),
         }
     }
 
@@ -284,13 +284,20 @@ fn ntfs_name(name: &[u8]) -> &[u8] {
 /// A name folded for a case-insensitive comparison, one character at a
 /// time as NTFS and APFS compare: each character by its simple uppercase
 /// mapping (one character for one: `é` and `É` meet, `ß` does not become
-/// `SS`). A name that is not UTF-8 folds its ASCII letters only.
-fn case_key(name: &[u8]) -> Vec<u8> {
+/// `SS`). On `ntfs`, final sigma `ς` stays itself: Windows' table leaves
+/// it (Wine, which copies that table, finds `ςοφία` apart from `ΣΟΦΊΑ`),
+/// where APFS folds it with `σ`. A name that is not UTF-8 folds its ASCII
+/// letters only.
+fn case_key(name: &[u8], ntfs: bool) -> Vec<u8> {
     let Ok(text) = std::str::from_utf8(name) else {
         return name.to_ascii_uppercase();
     };
     let mut key = String::with_capacity(text.len());
     for c in text.chars() {
+        if ntfs && c == 'ς' {
+            key.push(c);
+            continue;
+        }
         let mut upper = c.to_uppercase();
         match (upper.next(), upper.next()) {
             (Some(single), None) => key.push(single),
@@ -396,6 +403,11 @@ mod tests {
         assert!(finds(&fs, "/ǆ"));
         // Composed and decomposed `é` are different names here.
         assert!(!finds(&fs, "/E\u{301}t\u{e9}/Привет"));
+        // NTFS leaves final sigma alone.
+        let mut ntfs = SimFs::with_mode(SimMode::Windows);
+        ntfs.add_file("/ΣΟΦΊΑ");
+        assert!(finds(&ntfs, "/σοφία"));
+        assert!(!finds(&ntfs, "/ςοφία"));
     }
 
     #[test]

@@ -284,7 +284,7 @@ pub fn check_portable_name(component: &str) -> Result<(), PathError> {
 
 /// [`check_portable_name`] for a name that may not be UTF-8.
 pub(crate) fn check_portable_os(name: &std::ffi::OsStr) -> Result<(), PathError> {
-    check_portable_bytes(std::os::unix::ffi::OsStrExt::as_bytes(name))
+    check_portable_bytes(crate::location::os_bytes(name))
 }
 
 /// [`check_portable_name`] for raw bytes (not UTF-8 is not portable).

@@ -74,6 +74,7 @@ pub struct DirEntryInfo {
 /// files.write(&dir, "notes.txt", b"hello", WriteMode::CreateNew)?;
 /// assert_eq!(files.read(&dir, "notes.txt", 1024)?, b"hello");
 /// assert!(files.read(&dir, "../../etc/passwd", 1024).is_err());
+/// drop(files); // (on Windows the root cannot be removed while it is held)
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

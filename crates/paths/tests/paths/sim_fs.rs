@@ -46,7 +46,12 @@ const MODE: SimMode = SimMode::Windows;
 #[test]
 fn the_model_finds_what_the_host_finds() {
     let tmp = tempfile::tempdir().unwrap();
+    // Not canonicalized on Windows: that gives a `\\?\` path, which turns
+    // off the very name rules compared here (trailing dots stay).
+    #[cfg(unix)]
     let root = tmp.path().canonicalize().unwrap();
+    #[cfg(windows)]
+    let root = tmp.path().to_path_buf();
     let mut sim = SimFs::with_mode(MODE);
     for name in NAMES {
         let path = root.join(name);
