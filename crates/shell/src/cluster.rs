@@ -122,13 +122,22 @@ pub(crate) fn refused_by<'r>(
     }
     match shape(arg, bundled) {
         Shape::Operand => None,
-        Shape::Long { name, .. } => active().find(|rule| match Spelling::parse(&rule.option) {
-            Some(Spelling::Long {
-                name: refused,
-                any_suffix,
-            }) => long_matches(name, refused, any_suffix),
-            _ => false,
-        }),
+        // The rule spelled exactly as given names the refusal; else the
+        // first the argument abbreviates.
+        Shape::Long { name, .. } => active()
+            .find(|rule| {
+                matches!(Spelling::parse(&rule.option),
+                    Some(Spelling::Long { name: refused, .. }) if refused == name)
+            })
+            .or_else(|| {
+                active().find(|rule| match Spelling::parse(&rule.option) {
+                    Some(Spelling::Long {
+                        name: refused,
+                        any_suffix,
+                    }) => long_matches(name, refused, any_suffix),
+                    _ => false,
+                })
+            }),
         Shape::Cluster(body) => {
             for c in body.chars() {
                 let hit =

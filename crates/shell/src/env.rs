@@ -76,6 +76,81 @@ const REFUSED_NAMES: &[(&str, &str)] = &[
     ),
     ("RUSTC_WRAPPER", "cargo runs the program it names"),
     ("RUSTC", "cargo runs the program it names"),
+    (
+        "GCONV_PATH",
+        "the C library loads character-set modules from it",
+    ),
+    ("LOCPATH", "the C library loads locale data from it"),
+    ("NLSPATH", "the C library loads message catalogues from it"),
+    (
+        "CARGO_BUILD_RUSTC_WRAPPER",
+        "cargo runs the program it names",
+    ),
+    ("RUSTC_WORKSPACE_WRAPPER", "cargo runs the program it names"),
+    ("CARGO_BUILD_RUSTC", "cargo runs the program it names"),
+    (
+        "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+        "cargo runs the program it names",
+    ),
+    ("RUSTDOC", "cargo runs the program it names"),
+    ("CARGO_BUILD_RUSTDOC", "cargo runs the program it names"),
+    (
+        "RUSTFLAGS",
+        "rustc runs the linker (`-C linker=`) and loads plugins it names",
+    ),
+    (
+        "CARGO_BUILD_RUSTFLAGS",
+        "rustc runs the linker (`-C linker=`) it names",
+    ),
+    (
+        "CARGO_ENCODED_RUSTFLAGS",
+        "rustc runs the linker (`-C linker=`) it names",
+    ),
+    ("RUSTDOCFLAGS", "rustdoc runs the programs it names"),
+    (
+        "CARGO_HOME",
+        "cargo reads its configuration (and runners) from it",
+    ),
+    ("CC", "build tools run the compiler it names"),
+    ("CXX", "build tools run the compiler it names"),
+    ("LD", "build tools run the linker it names"),
+    ("AR", "build tools run the archiver it names"),
+    ("CPP", "build tools run the preprocessor it names"),
+    ("MAKEFLAGS", "make reads options (files to run) from it"),
+    ("MFLAGS", "make reads options from it"),
+    ("GNUMAKEFLAGS", "make reads options from it"),
+    ("SHELL", "programs run it as the shell"),
+    (
+        "OPENSSL_CONF",
+        "OpenSSL loads engines and providers named in the file",
+    ),
+    ("OPENSSL_ENGINES", "OpenSSL loads engines from it"),
+    ("OPENSSL_MODULES", "OpenSSL loads providers from it"),
+    ("PERL5DB", "perl runs it as the debugger"),
+    (
+        "GOFLAGS",
+        "go reads build flags (-toolexec, -exec) that run programs from it",
+    ),
+    (
+        "GOENV",
+        "go reads its environment (GOFLAGS) from the file it names",
+    ),
+    ("GIT_PAGER", "git runs it as a pager"),
+    ("TAR_OPTIONS", "tar reads options (--to-command) from it"),
+    ("GREP_OPTIONS", "grep reads options from it"),
+    ("FIGNORE", "it changes how shells complete"),
+    ("ZSHENV", "zsh runs the file it names"),
+    ("KSH_ENV", "ksh runs the file it names"),
+    (
+        "LESSKEY",
+        "less reads key bindings (that run commands) from it",
+    ),
+    (
+        "LESSKEYIN",
+        "less reads key bindings (that run commands) from it",
+    ),
+    ("RIPGREPRC", "rg reads options from it"),
+    ("FZF_DEFAULT_COMMAND", "fzf runs it"),
 ];
 
 /// Name prefixes (compared ignoring case) refused for the same reasons.
@@ -94,7 +169,62 @@ const REFUSED_PREFIXES: &[(&str, &str)] = &[
         "NPM_CONFIG_",
         "npm reads configuration (scripts, registries) from it",
     ),
+    (
+        "PYTHON",
+        "python runs start-up files and imports modules because of it",
+    ),
+    ("YARN_", "yarn reads configuration (plugins, paths) from it"),
 ];
+
+/// Name suffixes (after a prefix, compared ignoring case) refused the same
+/// way: `CARGO_TARGET_<triple>_RUNNER`, `CARGO_TARGET_<triple>_LINKER`.
+const REFUSED_PATTERNS: &[(&str, &str, &str)] = &[
+    ("CARGO_", "_RUNNER", "cargo runs the program it names"),
+    ("CARGO_", "_LINKER", "cargo runs the linker it names"),
+];
+
+/// Variables a host's own `environment` may not set either: they make a
+/// child run or load code that nobody judged (a host may still choose
+/// `PAGER`, `EDITOR`, `PATH` and the like).
+const HOST_REFUSED_NAMES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "GCONV_PATH",
+    "NODE_OPTIONS",
+    "PERL5OPT",
+    "RUBYOPT",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_ASKPASS",
+    "GIT_EXEC_PATH",
+    "GIT_PROXY_COMMAND",
+    "GIT_TEMPLATE_DIR",
+    "GIT_CONFIG",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
+];
+
+/// Prefixes a host's `environment` may not set.
+const HOST_REFUSED_PREFIXES: &[&str] = &["LD_", "DYLD_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"];
 
 /// Check a variable the agent asks to set.
 ///
@@ -120,7 +250,51 @@ pub(crate) fn check_agent_variable(name: &str, value: &str) -> Result<(), ShellE
             "it sends network traffic through another host",
         ));
     }
+    if let Some((_, _, why)) = REFUSED_PATTERNS.iter().find(|(p, s, _)| {
+        upper.len() > p.len() + s.len() && upper.starts_with(p) && upper.ends_with(s)
+    }) {
+        return Err(refused(name, why));
+    }
     Ok(())
+}
+
+/// Check a variable the host's policy sets for every command
+/// (`[shell.environment]`).
+///
+/// # Errors
+///
+/// [`ShellError::Config`] for a bad name, and for a variable that makes a
+/// child run or load code nobody judged (`LD_PRELOAD`, `RUSTC_WRAPPER`,
+/// `GIT_SSH_COMMAND`, `GOFLAGS` with `-toolexec`, …).
+pub(crate) fn check_host_variable(name: &str, value: &str) -> Result<(), ShellError> {
+    check_name(name)?;
+    let upper = name.to_ascii_uppercase();
+    let code = HOST_REFUSED_NAMES.contains(&upper.as_str())
+        || HOST_REFUSED_PREFIXES.iter().any(|p| upper.starts_with(p))
+        || REFUSED_PATTERNS.iter().any(|(p, s, _)| {
+            upper.len() > p.len() + s.len() && upper.starts_with(p) && upper.ends_with(s)
+        })
+        || (upper == "GOFLAGS" && (value.contains("toolexec") || value.contains("-exec")));
+    if !code {
+        return Ok(());
+    }
+    let why = REFUSED_NAMES
+        .iter()
+        .find(|(n, _)| *n == upper)
+        .map(|(_, why)| *why)
+        .or_else(|| {
+            REFUSED_PREFIXES
+                .iter()
+                .find(|(p, _)| upper.starts_with(p))
+                .map(|(_, why)| *why)
+        })
+        .unwrap_or("a program runs or loads code because of it");
+    Err(ShellError::Config {
+        message: format!(
+            "`[shell.environment]` sets `{name}`: {why}, code that no check judges; remove it \
+             from the policy file"
+        ),
+    })
 }
 
 /// Check a variable name given by the host or the agent.
@@ -263,5 +437,65 @@ mod tests {
         }
         assert!(check_agent_variable("RUST_LOG", "debug").is_ok());
         assert!(check_agent_variable("A=B", "x").is_err());
+    }
+
+    #[test]
+    fn code_running_variables_of_the_second_list_are_refused() {
+        for name in [
+            "GCONV_PATH",
+            "RUSTC_WRAPPER",
+            "cargo_build_rustc_wrapper",
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER",
+            "CARGO_TARGET_AARCH64_APPLE_DARWIN_LINKER",
+            "GOFLAGS",
+            "PYTHONWARNINGS",
+            "PYTHONSTARTUP",
+            "RUSTFLAGS",
+            "LESSOPEN",
+        ] {
+            assert!(check_agent_variable(name, "x").is_err(), "{name}");
+        }
+        assert!(check_agent_variable("CARGO_TARGET_DIR", "t").is_ok());
+        assert!(check_agent_variable("CARGO_RUNNER_X", "t").is_ok());
+    }
+
+    #[test]
+    fn host_variables_that_run_code_are_a_config_error() {
+        for (name, value) in [
+            ("LD_PRELOAD", "/x.so"),
+            ("DYLD_INSERT_LIBRARIES", "x"),
+            ("GCONV_PATH", "."),
+            ("BASH_ENV", "x"),
+            ("ENV", "x"),
+            ("PYTHONSTARTUP", "x"),
+            ("PYTHONPATH", "x"),
+            ("NODE_OPTIONS", "--require x"),
+            ("PERL5OPT", "-Mx"),
+            ("RUBYOPT", "-rx"),
+            ("GIT_SSH_COMMAND", "sh"),
+            ("GIT_CONFIG_KEY_0", "core.pager"),
+            ("GIT_CONFIG_GLOBAL", "x"),
+            ("RUSTC_WRAPPER", "sh"),
+            ("CARGO_BUILD_RUSTC_WRAPPER", "sh"),
+            ("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER", "sh"),
+            ("GOFLAGS", "-toolexec=sh"),
+            ("GOFLAGS", "-exec=sh"),
+            ("LESSOPEN", "|sh %s"),
+        ] {
+            let err = check_host_variable(name, value).unwrap_err();
+            assert_eq!(err.rule(), "config", "{name}");
+            assert!(err.to_string().contains("[shell.environment]"), "{err}");
+        }
+        for (name, value) in [
+            ("PAGER", "cat"),
+            ("EDITOR", "true"),
+            ("PATH", "/usr/bin"),
+            ("GOFLAGS", "-mod=vendor"),
+            ("GIT_AUTHOR_NAME", "a"),
+            ("GIT_TERMINAL_PROMPT", "0"),
+            ("CARGO_TARGET_DIR", "target"),
+        ] {
+            assert!(check_host_variable(name, value).is_ok(), "{name}");
+        }
     }
 }

@@ -151,7 +151,87 @@ const SETSID: Grammar = Grammar {
 
 /// Shells: refused when they would run a command string.
 const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "yash", "ash", "fish", "csh", "tcsh", "busybox",
+    "sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "oksh", "loksh", "yash", "ash",
+    "posh", "rbash", "fish", "csh", "tcsh", "elvish", "nu", "xonsh", "rc", "es",
+];
+
+/// Programs that run another program and are not modelled: refused, with
+/// what each does.
+const UNMODELLED: &[(&str, &str)] = &[
+    (
+        "busybox",
+        "runs the applet named next, whose options this policy does not model; allow the applet \
+         by its own name",
+    ),
+    (
+        "toybox",
+        "runs the applet named next, whose options this policy does not model",
+    ),
+    (
+        "flock",
+        "runs a command (or a shell command string) while holding a lock",
+    ),
+    ("taskset", "runs a command on chosen CPUs"),
+    ("watch", "runs a shell command string again and again"),
+    ("unshare", "runs a command in new namespaces"),
+    ("chrt", "runs a command with a real-time priority"),
+    ("ionice", "runs a command with an I/O priority"),
+    ("nsenter", "runs a command in other namespaces"),
+    ("chroot", "runs a command under another root directory"),
+    (
+        "script",
+        "runs a shell or a command string and records its terminal",
+    ),
+    ("entr", "runs a command whenever files change"),
+    ("strace", "runs a command under a tracer"),
+    ("ltrace", "runs a command under a tracer"),
+    (
+        "gdb",
+        "runs and controls other programs, and runs its own scripts",
+    ),
+    (
+        "lldb",
+        "runs and controls other programs, and runs its own scripts",
+    ),
+    ("valgrind", "runs a command under an instrumenting tool"),
+    ("perf", "runs a command under a profiler"),
+    ("firejail", "runs a command in a sandbox it configures"),
+    ("bwrap", "runs a command in a sandbox it configures"),
+    ("systemd-run", "runs a command as a system service"),
+    ("setpriv", "runs a command with other privileges"),
+    ("capsh", "runs a shell with other capabilities"),
+    ("prlimit", "runs a command with other limits"),
+    ("numactl", "runs a command with a memory policy"),
+    ("cgexec", "runs a command in a control group"),
+    ("sg", "runs a command as another group"),
+    ("newgrp", "runs a shell as another group"),
+    ("faketime", "runs a command with a preloaded library"),
+    ("fakeroot", "runs a command with a preloaded library"),
+    ("eatmydata", "runs a command with a preloaded library"),
+    ("proot", "runs a command under another root directory"),
+    ("torsocks", "runs a command with a preloaded library"),
+    ("proxychains", "runs a command with a preloaded library"),
+    ("proxychains4", "runs a command with a preloaded library"),
+    ("unbuffer", "runs a command under expect"),
+    ("expect", "runs scripts that run programs"),
+    ("rlwrap", "runs a command under a line editor"),
+    ("dbus-run-session", "runs a command in a session bus"),
+    ("xvfb-run", "runs a command under a display server"),
+    ("chpst", "runs a command with another state"),
+    ("daemonize", "runs a command in the background"),
+    ("start-stop-daemon", "runs a command as a daemon"),
+    ("tmux", "runs shells and commands in a terminal multiplexer"),
+    (
+        "screen",
+        "runs shells and commands in a terminal multiplexer",
+    ),
+    ("at", "runs a command later"),
+    ("batch", "runs a command later"),
+    ("ssh", "runs a command on another host"),
+    ("sem", "runs a command (GNU parallel)"),
+    ("catchsegv", "runs a command with a preloaded library"),
+    ("env-update", "runs programs"),
+    ("fakechroot", "runs a command with a preloaded library"),
 ];
 
 /// Read `argv` (whose program has identity `program`) as a launcher.
@@ -165,7 +245,7 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
         "time" => &TIME,
         "command" => &COMMAND,
         "setsid" => &SETSID,
-        "sudo" | "doas" | "su" | "pkexec" | "runuser" | "run0" => {
+        "sudo" | "doas" | "su" | "pkexec" | "runuser" | "run0" | "sudoedit" => {
             return Launch::Refused(format!(
                 "`{program}` runs a program with other privileges; no unwrapping makes that safe"
             ));
@@ -180,6 +260,16 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
             return Launch::Refused(format!(
                 "`{program}` runs a command string in a shell; give the program and its arguments \
                  directly"
+            ));
+        }
+        other if UNMODELLED.iter().any(|(name, _)| *name == other) => {
+            let why = UNMODELLED
+                .iter()
+                .find(|(name, _)| *name == other)
+                .map_or("runs another program", |(_, why)| *why);
+            return Launch::Refused(format!(
+                "`{other}` {why}; it is not modelled, so the command it runs cannot be judged; give \
+                 that command directly"
             ));
         }
         shell if SHELLS.contains(&shell) => {
@@ -203,13 +293,21 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
     }
 }
 
-/// Whether a shell argument asks it to run a command string (`-c`, `-lc`,
-/// `--command`, fish's `-C`/`--init-command`).
+/// Whether a shell argument asks it to run a command string or a file the
+/// command line does not name: `-c` or `+c` anywhere in a cluster (`-lc`,
+/// `+xc`), `--command`, fish's `-C`/`--init-command`, bash's `--rcfile` and
+/// `--init-file`.
 fn runs_string(arg: &str) -> bool {
+    if let Some(body) = arg.strip_prefix('+') {
+        return body.contains(['c', 'C']);
+    }
     match shape(arg, false) {
         Shape::Cluster(body) => body.contains(['c', 'C']),
         Shape::Long { name, .. } => {
-            !name.is_empty() && ("command".starts_with(name) || "init-command".starts_with(name))
+            !name.is_empty()
+                && ["command", "init-command", "rcfile", "init-file"]
+                    .iter()
+                    .any(|o| o.starts_with(name))
         }
         Shape::Operand => false,
     }
@@ -374,5 +472,39 @@ mod tests {
             launch("bash", &argv(&["bash", "script.sh"]), false),
             Launch::NotALauncher
         ));
+    }
+
+    #[test]
+    fn a_command_string_anywhere_in_a_cluster_either_sign() {
+        for words in [
+            &["sh", "+c", "id"][..],
+            &["bash", "+xc", "id"][..],
+            &["dash", "-ec", "id"][..],
+            &["zsh", "-fc", "id"][..],
+            &["ksh", "-x", "-c", "id"][..],
+            &["bash", "--rcf", "x", "-i"][..],
+            &["bash", "--init-file=x"][..],
+            &["fish", "--comm=id"][..],
+        ] {
+            assert!(
+                matches!(launch(words[0], &argv(words), true), Launch::Refused(_)),
+                "{words:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unmodelled_launchers_are_refused_even_when_unwrapping() {
+        for name in [
+            "busybox", "flock", "taskset", "watch", "unshare", "chrt", "ionice", "nsenter",
+            "chroot", "script", "entr", "strace", "gdb", "parallel", "su", "sudo", "doas",
+            "pkexec", "runuser",
+        ] {
+            let words = [name, "cat", "f"];
+            assert!(
+                matches!(launch(name, &argv(&words), true), Launch::Refused(_)),
+                "{name}"
+            );
+        }
     }
 }

@@ -385,8 +385,8 @@ impl ShellPolicyBuilder {
         if self.timeout.is_zero() {
             return Err(config("the timeout must be longer than zero".to_owned()));
         }
-        for name in self.environment.keys() {
-            env::check_name(name)?;
+        for (name, value) in &self.environment {
+            env::check_host_variable(name, value)?;
         }
         let mut inherit = self.inherit;
         if let Inherit::Named(names) = &mut inherit {

@@ -29,6 +29,10 @@ pub struct ProgramRules {
     /// The program's name; matched by file name, ignoring case and a Windows
     /// executable suffix.
     pub name: String,
+    /// Other names the same program ships under (`gawk`, `mawk`, `nawk`
+    /// for `awk`): the same table applies to each.
+    #[serde(default)]
+    pub aliases: Vec<String>,
     /// Refused options.
     #[serde(default)]
     pub refuse: Vec<OptionRule>,
@@ -67,6 +71,7 @@ impl ProgramRules {
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
+            aliases: Vec::new(),
             refuse: Vec::new(),
             arguments: Arguments::Paths,
             access: ArgumentAccess::Read,
@@ -176,13 +181,36 @@ pub enum ScriptLanguage {
 /// rule `unknown-option`. Refused options (the table's `refuse` rules) are
 /// checked first, so a grammar never lets a refused option through.
 ///
-/// ```toml
-/// [[program]]
-/// name = "mytool"
-/// [program.grammar]
-/// flags = ["-v", "--verbose"]
-/// values = ["-o", "--format"]
-/// abbreviations = true
+/// A host adds a program with its own grammar in the policy file's
+/// `[[shell.rules]]` (here the `[shell]` section alone):
+///
+/// ```
+/// use agentcaps_shell::{CommandRequest, ShellPolicyConfig};
+/// # #[cfg(unix)] {
+/// let config: ShellPolicyConfig = toml::from_str(r#"
+///     allowed_commands = ["true"]
+///     working_directory = "/tmp"
+///     path_policy = false
+///
+///     [[rules]]
+///     name = "true"
+///     refuse = [{ option = "--exec", reason = "runs a program" }]
+///     [rules.grammar]
+///     flags = ["-v", "--verbose"]
+///     values = ["-o", "--format"]
+///     abbreviations = true
+/// "#)?;
+/// let policy = config.build(None)?;
+/// // Allowed: options the grammar lists, an abbreviation, a value.
+/// policy.validate(&CommandRequest::argv(["true", "--verb", "-o", "json", "x"]))?;
+/// // Refused: an option the grammar does not list...
+/// let err = policy.validate(&CommandRequest::argv(["true", "-z"])).unwrap_err();
+/// assert_eq!(err.rule(), "unknown-option");
+/// // ...and a refused one, abbreviated.
+/// let err = policy.validate(&CommandRequest::argv(["true", "--ex=id"])).unwrap_err();
+/// assert_eq!(err.rule(), "refused-option");
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -265,6 +293,8 @@ struct RuleFile {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RuleSet {
     programs: BTreeMap<String, ProgramRules>,
+    /// Other names of a program (an alias's identity → the table's key).
+    aliases: BTreeMap<String, String>,
 }
 
 impl RuleSet {
@@ -299,7 +329,16 @@ impl RuleSet {
         if let Some(grammar) = &table.grammar {
             validate_grammar(&table.name, grammar)?;
         }
-        let key = identity(&table.name);
+        let mut key = identity(&table.name);
+        if let Some(primary) = self.aliases.get(&key) {
+            key = primary.clone();
+        }
+        for alias in &table.aliases {
+            let alias = identity(alias);
+            if !alias.is_empty() && alias != key && !self.programs.contains_key(&alias) {
+                self.aliases.insert(alias, key.clone());
+            }
+        }
         if key.is_empty() {
             return Err(ShellError::Config {
                 message: "a rule table has an empty program name".to_owned(),
@@ -320,6 +359,7 @@ impl RuleSet {
                     existing.script = table.script;
                 }
                 existing.copy |= table.copy;
+                existing.aliases.extend(table.aliases);
                 match (&mut existing.grammar, table.grammar) {
                     (Some(mine), Some(theirs)) => mine.extend(theirs),
                     (mine @ None, theirs) => *mine = theirs,
@@ -335,7 +375,10 @@ impl RuleSet {
 
     /// The table for a program identity, if any.
     pub(crate) fn get(&self, identity: &str) -> Option<&ProgramRules> {
-        self.programs.get(identity)
+        match self.aliases.get(identity) {
+            Some(primary) => self.programs.get(primary),
+            None => self.programs.get(identity),
+        }
     }
 
     /// Every table.

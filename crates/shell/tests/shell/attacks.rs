@@ -146,3 +146,74 @@ fn refusals_are_stable() {
         assert_eq!(first, second);
     }
 }
+
+/// Every option a default table refuses (its subcommands' too) is refused
+/// by at least one row of the corpus, so each rule is tried by an attack
+/// and not only written down.
+#[test]
+fn every_refused_option_has_an_attack_row() {
+    use agentcaps_shell::ShellError;
+    use std::collections::BTreeSet;
+
+    let tree = Tree::new();
+    let mut tried = BTreeSet::new();
+    for case in table().case {
+        let policy = tree.policy(&case.policy);
+        if let Err(ShellError::RefusedOption {
+            program, option, ..
+        }) = policy.validate(&request(&case))
+        {
+            tried.insert((program, option));
+        }
+    }
+    let policy = tree.policy("files");
+    // A refusal names the program as called (`gawk`); its table may be
+    // another name's (`awk`).
+    let tried: BTreeSet<(String, String)> = tried
+        .into_iter()
+        .map(|(program, option)| {
+            let (first, rest) = program.split_once(' ').unwrap_or((&program, ""));
+            let table = policy
+                .rules()
+                .find(|t| t.aliases.iter().any(|a| a == first))
+                .map_or(first, |t| t.name.as_str());
+            let name = if rest.is_empty() {
+                table.to_owned()
+            } else {
+                format!("{table} {rest}")
+            };
+            (name, option)
+        })
+        .collect();
+    let mut missing = Vec::new();
+    let mut total = 0;
+    for table in policy.rules() {
+        let mut rules: Vec<(String, &str)> = table
+            .refuse
+            .iter()
+            .map(|r| (table.name.clone(), r.option.as_str()))
+            .collect();
+        for sub in table.grammar.iter().flat_map(|g| &g.subcommands) {
+            let name = format!("{} {}", table.name, sub.name);
+            rules.extend(sub.refuse.iter().map(|r| (name.clone(), r.option.as_str())));
+            rules.extend(
+                sub.refuse_operands
+                    .iter()
+                    .map(|r| (name.clone(), r.operand.as_str())),
+            );
+        }
+        for (program, option) in rules {
+            total += 1;
+            if !tried.contains(&(program.clone(), option.to_owned())) {
+                missing.push(format!("{program} {option}"));
+            }
+        }
+    }
+    assert!(total > 150, "the tables shrank: {total} refused options");
+    assert!(
+        missing.is_empty(),
+        "{} of {total} refused options have no attack row that is refused by them:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}

@@ -65,9 +65,13 @@ fn decision(policy: &ShellPolicy, argv: &[String]) -> Result<(), &'static str> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
+    /// For tables read the conservative way (every option anywhere, no
+    /// values): programs with an allow-list grammar are left out, since in
+    /// a grammar a value-taking option takes the argument after it (`grep
+    /// -C -Mmagic` is a context of `-Mmagic`), so order matters there.
     #[test]
     fn the_decision_does_not_depend_on_argument_order(
-        program in prop::sample::select(vec!["cat", "file", "sort", "date", "ls", "grep", "wc"]),
+        program in prop::sample::select(vec!["cat", "file", "sort", "date", "ls", "du", "wc"]),
         args in prop::collection::vec(prop::sample::select(POOL.to_vec()), 0..6)
             .prop_flat_map(|args| (Just(args.clone()), Just(args).prop_shuffle())),
     ) {
