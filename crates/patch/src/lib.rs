@@ -78,6 +78,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod diff;
 mod envelope;
 mod error;
 mod hunk;
@@ -153,7 +154,8 @@ impl Patch {
 /// How to apply a patch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ApplyOptions {
-    /// Plan and report, write nothing.
+    /// Plan and report, write nothing; the report carries the unified diff
+    /// that would be applied ([`ApplyReport::diff`]).
     pub dry_run: bool,
     /// Leading components removed from unified-diff names (`-p N`). `None`:
     /// remove git's `a/` from old names and `b/` from new names where
@@ -259,6 +261,7 @@ impl Patcher {
             fs: &RealFs,
             base: &base,
             config: &self.config,
+            want_diff: options.dry_run,
         };
         let plan = plan::plan(patch, &ctx, options.strip)?;
         let mut left_over = Vec::new();
@@ -269,10 +272,17 @@ impl Patcher {
             };
             left_over = transaction::execute(&mut store, &plan)?;
         }
+        let diff = options.dry_run.then(|| {
+            plan.files
+                .iter()
+                .filter_map(|f| f.diff.as_deref())
+                .collect::<String>()
+        });
         Ok(ApplyReport {
             dry_run: options.dry_run,
             files: plan.files.into_iter().map(|f| f.report).collect(),
             left_over,
+            diff,
         })
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct Planned {
     /// that changes the content (`None` for a move that does not).
     pub(crate) content: Option<Vec<u8>>,
     pub(crate) report: FileReport,
+    /// The unified diff this change applies (when asked for: dry runs).
+    pub(crate) diff: Option<String>,
 }
 
 /// A whole patch, planned.
@@ -266,6 +268,8 @@ pub(crate) struct Context<'a> {
     pub(crate) fs: &'a dyn FileSystem,
     pub(crate) base: &'a Path,
     pub(crate) config: &'a PatchPolicyConfig,
+    /// Also write the unified diff of each change (dry runs).
+    pub(crate) want_diff: bool,
 }
 
 fn io(op: &'static str, path: &str, source: std::io::Error) -> PatchError {
@@ -532,6 +536,7 @@ fn plan_file(
 ) -> Result<Planned> {
     let work = crate::hunk::Work::new(budget);
     let lenient = ctx.config.lenient;
+    let diff;
     let (content, report) = match &op {
         Operation::Create(p) => {
             let content = crate::hunk::created(&file.hunks);
@@ -547,6 +552,9 @@ fn plan_file(
                 action: FileAction::Created,
                 hunks: Vec::new(),
             };
+            diff = ctx
+                .want_diff
+                .then(|| crate::diff::file_diff(&op, &[], &content, &[], &[]));
             (Some(content), report)
         }
         Operation::Update(source) | Operation::Move(source, _) => {
@@ -569,6 +577,9 @@ fn plan_file(
                 action,
                 hunks,
             };
+            diff = ctx.want_diff.then(|| {
+                crate::diff::file_diff(&op, &original, &content, &file.hunks, &report.hunks)
+            });
             // A move that keeps the content is a rename alone.
             let unchanged = matches!(op, Operation::Move(..)) && content == original;
             // `original` is dropped here: its memory serves the next file.
@@ -598,6 +609,9 @@ fn plan_file(
                 action: FileAction::Deleted,
                 hunks,
             };
+            diff = ctx
+                .want_diff
+                .then(|| crate::diff::file_diff(&op, &original, &[], &[], &[]));
             (None, report)
         }
     };
@@ -605,6 +619,7 @@ fn plan_file(
         op,
         content,
         report,
+        diff,
     })
 }
 

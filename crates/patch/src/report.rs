@@ -17,6 +17,13 @@ pub struct ApplyReport {
     /// remove. Normally empty (and then not serialised).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_over: Vec<String>,
+    /// Dry runs: the unified diff that would be applied, every file in
+    /// patch order, as a git-style diff (`git apply` and `patch -p1` accept
+    /// it). Each hunk stands at the line where it matched, with the file's
+    /// own context and removed lines, so offsets and concessions are
+    /// visible. `None` (and not serialised) when the patch was applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
 }
 
 /// What happened to one file.

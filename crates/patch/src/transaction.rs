@@ -571,6 +571,7 @@ rename to moved/new-name.txt
             fs: &RealFs,
             base: root,
             config: &config,
+            want_diff: false,
         };
         let patch = Patch::parse(text).unwrap_or_else(|e| panic!("parse: {e}"));
         let planned = plan::plan(&patch, &ctx, None).unwrap_or_else(|e| panic!("plan: {e}"));

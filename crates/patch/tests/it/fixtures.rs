@@ -114,6 +114,16 @@ fn run(dir: &Path) -> Result<(), String> {
             if got != want {
                 return Err(format!("tree differs\n got: {got:#?}\nwant: {want:#?}"));
             }
+            if case.dry_run {
+                if report.diff.is_none() {
+                    return Err("a dry run without its diff".into());
+                }
+            } else {
+                if report.diff.is_some() {
+                    return Err("an applied patch reports a diff".into());
+                }
+                diff_reproduces(dir, &case, &patch_text, &got)?;
+            }
             for h in &case.hunk {
                 let file = report
                     .files
@@ -154,6 +164,56 @@ fn run(dir: &Path) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// The diff a dry run shows, applied for real to `before/`, leaves the
+/// tree the patch itself left (`applied`): the dry run shows what would
+/// be applied, offsets and concessions included.
+fn diff_reproduces(
+    dir: &Path,
+    case: &Case,
+    patch_text: &str,
+    applied: &std::collections::BTreeMap<String, Entry>,
+) -> Result<(), String> {
+    let sandbox = Sandbox::new();
+    copy_tree(&dir.join("before"), &sandbox.root);
+    let before = tree(&sandbox.root);
+    let patcher = sandbox.patcher(case.config.clone().unwrap_or_default());
+    let dry = ApplyOptions {
+        dry_run: true,
+        strip: case.strip,
+    };
+    let report = patcher
+        .parse(patch_text)
+        .and_then(|p| patcher.apply(&p, &sandbox.root, dry))
+        .map_err(|e| format!("dry run: {e}"))?;
+    if tree(&sandbox.root) != before {
+        return Err("the dry run changed the tree".into());
+    }
+    let diff = report.diff.ok_or("a dry run without its diff")?;
+    let exact = sandbox.patcher(PatchPolicyConfig::default());
+    let applied_diff = exact
+        .parse(&diff)
+        .and_then(|p| exact.apply(&p, &sandbox.root, ApplyOptions::default()))
+        .map_err(|e| format!("the dry run's diff does not apply ({e}):\n{diff}"))?;
+    if applied_diff
+        .files
+        .iter()
+        .any(|f| f.hunks.iter().any(|h| !h.concessions.is_empty()))
+    {
+        return Err(format!("the dry run's diff needed concessions:\n{diff}"));
+    }
+    let got = tree(&sandbox.root);
+    let same = got
+        .iter()
+        .filter(|(_, v)| **v != Entry::Dir)
+        .eq(applied.iter().filter(|(_, v)| **v != Entry::Dir));
+    if !same {
+        return Err(format!(
+            "the dry run's diff leaves another tree:\n{diff}\n got: {got:#?}\nwant: {applied:#?}"
+        ));
+    }
+    Ok(())
 }
 
 #[test]

@@ -358,3 +358,37 @@ fn doubled_repository_path() {
     }
     insta::assert_snapshot!(texts.join("\n\n"));
 }
+
+#[test]
+fn dry_run_diff() {
+    let sandbox = Sandbox::new();
+    for (name, content) in [
+        ("moved.txt", "keep\nold\n"),
+        ("offset.txt", "x\ny\nz\nfirst\nsecond  \nthird\n"),
+        ("gone.txt", "bye\n"),
+        ("crlf.txt", "a\r\nb\r\n"),
+    ] {
+        std::fs::write(sandbox.root.join(name), content).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let patch = "diff --git a/moved.txt b/dir/moved.txt\nsimilarity index 50%\nrename from moved.txt\nrename to dir/moved.txt\n--- a/moved.txt\n+++ b/dir/moved.txt\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n\
+--- a/offset.txt\n+++ b/offset.txt\n@@ -1,3 +1,3 @@\n first\n-second\n+SECOND\n third\n\
+--- a/gone.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-bye\n\
+--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+hello\n+world\n\\ No newline at end of file\n\
+--- a/crlf.txt\n+++ b/crlf.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
+    let patcher = sandbox.patcher(PatchPolicyConfig::default());
+    let report = patcher
+        .parse(patch)
+        .and_then(|p| {
+            patcher.apply(
+                &p,
+                &sandbox.root,
+                ApplyOptions {
+                    dry_run: true,
+                    strip: None,
+                },
+            )
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let diff = report.diff.unwrap_or_default().replace('\r', "<CR>");
+    insta::assert_snapshot!(diff);
+}

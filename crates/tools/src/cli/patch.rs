@@ -64,8 +64,13 @@ fn patch_inner(args: &PatchArgs) -> Result<Outcome, Outcome> {
     } else {
         "applied"
     };
-    let outcome = Outcome::allowed(format!("{verb}:\n{}", summary(&report)))
-        .with("dry_run", json!(args.dry_run));
+    let mut message = format!("{verb}:\n{}", summary(&report));
+    // A dry run also shows the unified diff it would apply.
+    if let Some(diff) = &report.diff {
+        message.push('\n');
+        message.push_str(diff.trim_end_matches('\n'));
+    }
+    let outcome = Outcome::allowed(message).with("dry_run", json!(args.dry_run));
     // The whole report (every hunk) is only built for `--json`.
     let outcome = if args.common.json {
         outcome.with("report", serde_json::to_value(&report).unwrap_or_default())
