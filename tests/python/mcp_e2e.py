@@ -8,6 +8,13 @@ with `;`, a write outside, a patch escaping the root, a request to the cloud
 metadata address, and `env` (a host secret in the server's environment must
 not reach the child).
 
+Every successful result must be plain text (never an escaped JSON document)
+and carry `structuredContent` valid against the tool's `outputSchema` (the
+SDK validates it; this script validates it again with `jsonschema`). It also
+checks that a fast call is answered while a slow one runs, that a cancelled
+call stops, and that a recursive listing of a 4000-deep tree answers within
+a second, truncated.
+
 Usage: mcp_e2e.py PATH_TO_AGENTCAPS_BINARY
 Exit status 0 when every check passed; prints 'N passed, N failed'.
 """
@@ -19,8 +26,10 @@ import os
 import sys
 import tempfile
 import threading
+import time
 
 try:
+    import jsonschema
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 except ImportError as e:  # the Rust test turns this into a failure
@@ -29,9 +38,12 @@ except ImportError as e:  # the Rust test turns this into a failure
 
 SECRET = "agentcaps-e2e-host-secret-7f3a"
 EXPECTED_TOOLS = {
-    "read_file", "write_file", "list_directory", "file_info",
+    "read_file", "read_many_files", "write_file", "edit_file",
+    "create_directory", "move_file", "list_directory", "file_info",
     "search_files", "shell_command", "http_request", "apply_patch",
+    "policy_info",
 }
+DEEP = 4000
 
 passed = 0
 failed = 0
@@ -73,6 +85,19 @@ class Hello(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def remove_deep(root):
+    """Removes the deep tree one level at a time (rmtree would recurse
+    4000 times and hold 4000 descriptors)."""
+    deep = os.path.join(root, "deep")
+    while os.path.isdir(os.path.join(deep, "d")):
+        if os.path.isdir(os.path.join(deep, "d", "d")):
+            os.rename(os.path.join(deep, "d", "d"), os.path.join(deep, "up"))
+            os.rmdir(os.path.join(deep, "d"))
+            os.rename(os.path.join(deep, "up"), os.path.join(deep, "d"))
+        else:
+            os.rmdir(os.path.join(deep, "d"))
+
+
 def make_tree(top):
     root = os.path.join(top, "root")
     outside = os.path.join(top, "outside")
@@ -85,6 +110,16 @@ def make_tree(top):
     with open(os.path.join(root, "edit.txt"), "w") as f:
         f.write("one\ntwo\nthree\n")
     os.symlink(outside, os.path.join(root, "escape"))
+    # A 4000-deep tree, made through directory handles (its path is longer
+    # than PATH_MAX).
+    os.mkdir(os.path.join(root, "deep"))
+    fd = os.open(os.path.join(root, "deep"), os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(DEEP):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
     return root, outside
 
 
@@ -97,7 +132,7 @@ allowed = ["root"]
 max_read_bytes = 65536
 
 [shell]
-allowed_commands = ["ls", "cat", "echo", "env"]
+allowed_commands = ["ls", "cat", "echo", "env", "sleep"]
 working_directory = "root"
 path_policy = true
 
@@ -109,8 +144,9 @@ allowed_methods = ["GET"]
     env = dict(os.environ)
     env[SECRET.upper().replace("-", "_")] = SECRET
     env["AGENTCAPS_E2E_SECRET"] = SECRET
+    log = os.path.join(root, "..", "calls.log")
     params = StdioServerParameters(
-        command=binary, args=["mcp", "--policy", policy], env=env, cwd=root
+        command=binary, args=["mcp", "--policy", policy, "--log", log], env=env, cwd=root
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -118,28 +154,136 @@ allowed_methods = ["GET"]
 
             tools = (await session.list_tools()).tools
             names = {t.name for t in tools}
-            check("lists exactly the eight tools", names == EXPECTED_TOOLS, sorted(names))
+            check("lists exactly the expected tools", names == EXPECTED_TOOLS, sorted(names))
+            output_schemas = {}
             for t in tools:
                 schema = attr(t, "input_schema", "inputSchema") or {}
                 check(f"{t.name} has an object schema and a description",
                       schema.get("type") == "object" and bool(t.description), schema)
+                out_schema = attr(t, "output_schema", "outputSchema") or {}
+                check(f"{t.name} declares an object outputSchema", out_schema.get("type") == "object", out_schema)
+                output_schemas[t.name] = out_schema
+                ann = t.annotations
+                hints = [attr(ann, "read_only_hint", "readOnlyHint"), attr(ann, "open_world_hint", "openWorldHint"),
+                         attr(ann, "idempotent_hint", "idempotentHint")] if ann else [None]
+                check(f"{t.name} has a title and annotations",
+                      bool(t.title) and None not in hints, (t.title, ann))
+                text = json.dumps(schema) + json.dumps(out_schema)
+                check(f"{t.name} schemas use standard formats only",
+                      '"uint' not in text and '"int64' not in text and '"int32' not in text, text)
+            read_schema = next(attr(t, "input_schema", "inputSchema") for t in tools if t.name == "read_file")
+            check("offset_line has minimum 1",
+                  read_schema["properties"]["offset_line"].get("minimum") == 1, read_schema)
             read_desc = next((t.description for t in tools if t.name == "read_file"), "")
             check("descriptions come from the live policy", root in read_desc, read_desc)
 
             async def call(name, args):
-                return await session.call_tool(name, args)
+                result = await session.call_tool(name, args)
+                if not is_error(result):
+                    structured = attr(result, "structured_content", "structuredContent")
+                    try:
+                        jsonschema.validate(structured, output_schemas[name])
+                        valid = True
+                    except jsonschema.ValidationError as e:
+                        valid = str(e)
+                    check(f"{name} structuredContent matches its outputSchema", valid is True, valid)
+                return result
 
             # --- files, allowed -------------------------------------------------
             r = await call("write_file", {"path": "notes.txt", "content": "hello notes\n"})
             check("write_file inside is allowed", not is_error(r), text_of(r))
             r = await call("read_file", {"path": "notes.txt"})
             check("read_file inside is allowed", not is_error(r) and "hello notes" in text_of(r), text_of(r))
+            r = await call("write_file", {"path": "quoted.txt", "content": 'say "hi"\n\tand go\n'})
+            r = await call("read_file", {"path": "quoted.txt"})
+            check("read_file text is the file's lines as they are (no JSON escaping)",
+                  text_of(r) == 'say "hi"\n\tand go\n', repr(text_of(r)))
             r = await call("list_directory", {"path": "."})
-            check("list_directory inside is allowed", not is_error(r) and "notes.txt" in text_of(r), text_of(r))
+            lines = text_of(r).splitlines()
+            check("list_directory is one entry a line",
+                  not is_error(r) and "notes.txt" in lines and "src/" in lines, text_of(r))
             r = await call("file_info", {"path": "notes.txt"})
-            check("file_info inside is allowed", not is_error(r) and '"file"' in text_of(r), text_of(r))
+            check("file_info inside is allowed", not is_error(r) and "kind: file" in text_of(r), text_of(r))
             r = await call("search_files", {"pattern": "needle"})
-            check("search_files finds a match", not is_error(r) and "lib.txt" in text_of(r), text_of(r))
+            check("search_files answers path:line: text",
+                  not is_error(r) and "src/lib.txt:2: needle here" in text_of(r), text_of(r))
+
+            # --- the newer file tools -------------------------------------------
+            r = await call("edit_file", {"path": "edit.txt", "old_text": "three", "new_text": "THREE", "dry_run": True})
+            with open(os.path.join(root, "edit.txt")) as f:
+                unchanged = f.read() == "one\ntwo\nthree\n"
+            check("edit_file dry run shows the diff and writes nothing",
+                  not is_error(r) and "-three\n+THREE" in text_of(r) and unchanged, text_of(r))
+            r = await call("write_file", {"path": "twice.txt", "content": "x\ny\nx\n"})
+            r = await call("edit_file", {"path": "twice.txt", "old_text": "x", "new_text": "z"})
+            check("edit_file refuses an ambiguous match naming the lines",
+                  is_error(r) and "lines 1, 3" in text_of(r), text_of(r))
+            r = await call("edit_file", {"path": "twice.txt", "old_text": "y", "new_text": "Y"})
+            with open(os.path.join(root, "twice.txt")) as f:
+                edited = f.read()
+            check("edit_file replaces exactly and shows the diff",
+                  not is_error(r) and edited == "x\nY\nx\n" and "+Y" in text_of(r), text_of(r) + edited)
+            r = await call("edit_file", {"path": "escape/secret.txt", "old_text": "outside", "new_text": "x"})
+            check("edit_file through a link outside is refused", is_error(r) and "outside secret" not in text_of(r), text_of(r))
+            r = await call("read_many_files", {"paths": ["notes.txt", "escape/secret.txt", "src/lib.txt"]})
+            t = text_of(r)
+            check("read_many_files reads each and reports the refused one in place",
+                  not is_error(r) and "hello notes" in t and "needle here" in t
+                  and "outside secret" not in t and "==> escape/secret.txt <==" in t, t)
+            r = await call("create_directory", {"path": "made/deeper"})
+            check("create_directory inside", not is_error(r) and os.path.isdir(os.path.join(root, "made/deeper")), text_of(r))
+            r = await call("create_directory", {"path": "escape/made"})
+            check("create_directory through a link outside is refused",
+                  is_error(r) and not os.path.exists(os.path.join(outside, "made")), text_of(r))
+            r = await call("move_file", {"from": "notes.txt", "to": "made/notes.txt"})
+            check("move_file inside", not is_error(r) and os.path.exists(os.path.join(root, "made/notes.txt")), text_of(r))
+            r = await call("move_file", {"from": "twice.txt", "to": "made/notes.txt"})
+            check("move_file never replaces", is_error(r) and os.path.exists(os.path.join(root, "twice.txt")), text_of(r))
+            r = await call("move_file", {"from": "twice.txt", "to": "../outside/twice.txt"})
+            check("move_file out of the root is refused",
+                  is_error(r) and not os.path.exists(os.path.join(outside, "twice.txt")), text_of(r))
+            r = await call("policy_info", {})
+            check("policy_info shows the effective policy",
+                  not is_error(r) and "sleep" in text_of(r) and root in text_of(r), text_of(r))
+
+            # --- bounds, concurrency, cancellation ------------------------------
+            started = time.monotonic()
+            r = await call("list_directory", {"path": "deep", "recursive": True})
+            took = time.monotonic() - started
+            structured = attr(r, "structured_content", "structuredContent") or {}
+            check("a 4000-deep recursive listing answers within a second, truncated",
+                  not is_error(r) and took < 1.0 and structured.get("truncated") is True,
+                  f"{took:.2f}s truncated={structured.get('truncated')}")
+
+            slow = asyncio.create_task(call("shell_command", {"argv": ["sleep", "2"]}))
+            await asyncio.sleep(0.3)
+            started = time.monotonic()
+            r = await call("read_file", {"path": "src/lib.txt"})
+            took = time.monotonic() - started
+            check("a fast call is answered while a slow one runs",
+                  not is_error(r) and took < 1.0 and not slow.done(), f"{took:.2f}s, slow done: {slow.done()}")
+            r = await slow
+            check("the slow call finishes too", not is_error(r), text_of(r))
+
+            cancelled = asyncio.create_task(session.call_tool("shell_command", {"argv": ["sleep", "30"]}))
+            await asyncio.sleep(0.5)
+            cancelled.cancel()
+            try:
+                await cancelled
+            except asyncio.CancelledError:
+                pass
+            seen = None
+            for _ in range(40):
+                await asyncio.sleep(0.1)
+                with open(log) as f:
+                    records = [json.loads(line) for line in f if line.strip()]
+                seen = [x for x in records if x.get("rule") == "cancelled"]
+                if seen:
+                    break
+            check("notifications/cancelled stops a running call",
+                  bool(seen) and seen[0]["duration_ms"] < 5000, seen)
+            r = await call("read_file", {"path": "src/lib.txt"})
+            check("the server still answers after a cancellation", not is_error(r), text_of(r))
 
             # --- files, refused -------------------------------------------------
             r = await call("read_file", {"path": "escape/secret.txt"})
@@ -157,7 +301,8 @@ allowed_methods = ["GET"]
 
             # --- shell ----------------------------------------------------------
             r = await call("shell_command", {"argv": ["ls"]})
-            check("shell ls is allowed", not is_error(r) and "notes.txt" in text_of(r), text_of(r))
+            check("shell ls is allowed, its output under stdout:",
+                  not is_error(r) and "\nstdout:\n" in text_of(r) and "edit.txt" in text_of(r), text_of(r))
             r = await call("shell_command", {"command": "ls ; cat /etc/passwd"})
             check("a command with ; is refused", is_error(r) and "root:" not in text_of(r), text_of(r))
             r = await call("shell_command", {"argv": ["cat", "escape/secret.txt"]})
@@ -210,7 +355,10 @@ def main():
     try:
         with tempfile.TemporaryDirectory() as top:
             root, outside = make_tree(os.path.realpath(top))
-            asyncio.run(asyncio.wait_for(run(binary, root, outside, server.server_address[1]), 120))
+            try:
+                asyncio.run(asyncio.wait_for(run(binary, root, outside, server.server_address[1]), 120))
+            finally:
+                remove_deep(root)
     finally:
         server.shutdown()
     print(f"{passed} passed, {failed} failed")

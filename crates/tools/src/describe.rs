@@ -16,14 +16,7 @@ const MAX_LISTED: usize = 12;
 /// "Allowed: read+write under …; read-only under …." — the short form
 /// appended to file refusals.
 pub(crate) fn files_allowed(paths: &PathPolicy) -> String {
-    let mut read_write = Vec::new();
-    let mut read_only = Vec::new();
-    for (root, access) in paths.roots() {
-        match access {
-            RootAccess::ReadWrite => read_write.push(root.display().to_string()),
-            _ => read_only.push(root.display().to_string()),
-        }
-    }
+    let (read_write, read_only) = roots_by_access(paths);
     let mut parts = Vec::new();
     if !read_write.is_empty() {
         parts.push(format!("read+write under {}", list(&read_write)));
@@ -35,6 +28,19 @@ pub(crate) fn files_allowed(paths: &PathPolicy) -> String {
         parts.push("nothing (no directory is allowed)".to_owned());
     }
     format!("Allowed: {}.", parts.join("; "))
+}
+
+/// The roots: (read+write, read-only), as text.
+pub(crate) fn roots_by_access(paths: &PathPolicy) -> (Vec<String>, Vec<String>) {
+    let mut read_write = Vec::new();
+    let mut read_only = Vec::new();
+    for (root, access) in paths.roots() {
+        match access {
+            RootAccess::ReadWrite => read_write.push(root.display().to_string()),
+            _ => read_only.push(root.display().to_string()),
+        }
+    }
+    (read_write, read_only)
 }
 
 /// The short form plus what is blocked, for the file tools' descriptions.
@@ -57,8 +63,14 @@ pub(crate) fn files_described(policy: &Policy, paths: &PathPolicy) -> String {
 
 /// Comma-separated, at most [`MAX_LISTED`] entries then "and N more".
 pub(crate) fn list<S: AsRef<str>>(items: &[S]) -> String {
-    let mut shown: Vec<&str> = items.iter().take(MAX_LISTED).map(AsRef::as_ref).collect();
-    let more = items.len().saturating_sub(MAX_LISTED);
+    list_at_most(items, MAX_LISTED, items.len())
+}
+
+/// Comma-separated, at most `max` of `items`, then "and N more" where N
+/// counts up to `total`.
+pub(crate) fn list_at_most<S: AsRef<str>>(items: &[S], max: usize, total: usize) -> String {
+    let mut shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
+    let more = total.saturating_sub(shown.len());
     let more_text = format!("and {more} more");
     if more > 0 {
         shown.push(&more_text);
@@ -66,7 +78,7 @@ pub(crate) fn list<S: AsRef<str>>(items: &[S]) -> String {
     shown.join(", ")
 }
 
-/// The descriptions of the eight tools for one policy.
+/// The descriptions of the tools for one policy.
 pub(crate) struct Descriptions {
     base: String,
     files: String,
@@ -74,6 +86,7 @@ pub(crate) struct Descriptions {
     shell: String,
     shell_cwd: String,
     http: String,
+    patch: agentcaps::patch::PatchPolicyConfig,
 }
 
 impl Descriptions {
@@ -91,6 +104,7 @@ impl Descriptions {
             shell: shell.described().to_owned(),
             shell_cwd: shell.working_directory().display().to_string(),
             http: http.described().to_owned(),
+            patch: policy.patch.clone(),
         }
     }
 
@@ -111,14 +125,53 @@ impl Descriptions {
 
     pub(crate) fn write_file(&self) -> String {
         format!(
-            "Create a text file (or replace it with overwrite=true), creating missing parent directories. The write is atomic. {}",
+            "Create a text file (or replace it with overwrite=true), creating missing parent directories. The write is atomic. To change part of a file, use edit_file. {}",
             self.paths_note()
         )
     }
 
+    pub(crate) fn read_many_files(&self) -> String {
+        format!(
+            "Read up to {} text files in one call, each judged on its own: a refused or unreadable file is reported in its place and the others are read. At most {} bytes are returned in all. {}",
+            crate::files::MAX_MANY_FILES,
+            self.max_read_bytes,
+            self.paths_note()
+        )
+    }
+
+    pub(crate) fn edit_file(&self) -> String {
+        format!(
+            "Replace an exact piece of text in a file (whitespace and line endings included) and show the unified diff. old_text must occur exactly once (a missing or repeated match is refused, naming the lines where it occurs) unless replace_all is set; dry_run shows the diff without writing. The write is atomic. Files larger than {} bytes cannot be edited (use apply_patch). {}",
+            self.max_read_bytes,
+            self.paths_note()
+        )
+    }
+
+    pub(crate) fn create_directory(&self) -> String {
+        format!(
+            "Create a directory and its missing parents; an existing directory is not an error. {}",
+            self.paths_note()
+        )
+    }
+
+    pub(crate) fn move_file(&self) -> String {
+        format!(
+            "Move or rename a file or directory. Both paths are judged for writing (a directory's contents too, at most {} entries); the target must not exist, nothing is ever replaced; a link is moved itself, not followed. {}",
+            agentcaps::paths::Beneath::MAX_MOVED,
+            self.paths_note()
+        )
+    }
+
+    pub(crate) fn policy_info(&self) -> String {
+        "Show the effective policy these tools are held to: the allowed and blocked paths, the shell programs, the web rules and every limit (the descriptions summarise it).".to_owned()
+    }
+
     pub(crate) fn list_directory(&self) -> String {
         format!(
-            "List a directory's entries (optionally recursive); links are shown as links, never followed. {}",
+            "List a directory's entries, one a line (dir/ for a directory, link@ for a link: links are shown, never followed), optionally recursive. At most {} entries (default {}); a listing that reaches that or {} seconds stops with `truncated`. {}",
+            crate::files::MAX_ENTRIES_CAP,
+            crate::files::DEFAULT_MAX_ENTRIES,
+            crate::stop::DEFAULT_CALL_TIME.as_secs(),
             self.paths_note()
         )
     }
@@ -132,7 +185,11 @@ impl Descriptions {
 
     pub(crate) fn search_files(&self) -> String {
         format!(
-            "Search file contents for a regex, line by line, under a directory (like ripgrep: .gitignore honoured, hidden files skipped, links not followed). Files larger than {} bytes and refused files are skipped. {}",
+            "Search file contents for a regex, line by line, under a directory (like ripgrep: .gitignore honoured, hidden files skipped, links not followed); answers `path:line: text`. At most {} matches (default {}), {} files and {} seconds per call, then `truncated`. Files larger than {} bytes and refused files are skipped. {}",
+            crate::search::MAX_MATCHES_CAP,
+            crate::search::DEFAULT_MAX_MATCHES,
+            crate::search::MAX_FILES,
+            crate::stop::DEFAULT_CALL_TIME.as_secs(),
             self.max_read_bytes,
             self.paths_note()
         )
@@ -154,8 +211,13 @@ impl Descriptions {
 
     pub(crate) fn apply_patch(&self) -> String {
         format!(
-            "Apply a unified diff or a `*** Begin Patch` envelope atomically: every file applies or none changes. Hunks are located by their context; ambiguous contexts are refused. Use dry_run to preview. Relative paths are relative to {}. {}",
-            self.base, self.files
+            "Apply a unified diff or a `*** Begin Patch` envelope atomically: every file applies or none changes. Hunks are located by their context; ambiguous contexts are refused. Use dry_run to preview. Limits: the patch at most {} bytes, {} files and {} hunks; each file at most {} bytes. Relative paths are relative to {}. {}",
+            self.patch.max_patch_bytes,
+            self.patch.max_files,
+            self.patch.max_hunks,
+            self.patch.max_target_bytes,
+            self.base,
+            self.files
         )
     }
 }

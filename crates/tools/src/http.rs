@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use agentcaps::Policy;
 use agentcaps::egress::{Client, EgressError, HeaderMap, Method};
+use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::toolbox::Answer;
 use crate::{ToolError, inputs};
 
 const TOOL: &str = "http_request";
@@ -19,9 +21,11 @@ pub(crate) struct HttpTool {
 }
 
 /// Result of `http_request`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct HttpOutput {
+    /// The HTTP status code.
     status: u16,
+    /// Response headers, name to value (repeated names joined with `, `).
     headers: BTreeMap<String, String>,
     /// The body as text (invalid UTF-8 replaced).
     body: String,
@@ -33,6 +37,25 @@ pub(crate) struct HttpOutput {
     final_url: String,
     /// The address actually connected to.
     dialled: String,
+}
+
+impl Answer for HttpOutput {
+    fn text(&self) -> String {
+        let mut text = format!("status: {}\nurl: {}\n", self.status, self.final_url);
+        let content_type = self.headers.get("content-type");
+        if let Some(content_type) = content_type {
+            text.push_str(&format!("content-type: {content_type}\n"));
+        }
+        text.push_str("body:\n");
+        text.push_str(&self.body);
+        if self.truncated {
+            crate::files::note(&mut text, "body cut at the response limit");
+        }
+        if self.timed_out {
+            crate::files::note(&mut text, "the deadline passed while reading the body");
+        }
+        text
+    }
 }
 
 impl HttpTool {

@@ -1,6 +1,6 @@
-//! The tools' typed inputs (SPEC §5.3). Each is a JSON object; unknown
-//! fields are refused so a misspelt argument is reported, not ignored. The
-//! doc comments become the schema descriptions a model reads.
+//! The tools' typed inputs. Each is a JSON object; unknown fields are
+//! refused so a misspelt argument is reported, not ignored. The doc comments
+//! become the schema descriptions a model reads.
 
 use std::collections::BTreeMap;
 
@@ -15,9 +15,11 @@ pub struct ReadFile {
     pub path: String,
     /// First line to return, 1-based (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub offset_line: Option<u64>,
     /// Most lines to return (default 2000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_lines: Option<u64>,
 }
 
@@ -124,3 +126,60 @@ pub struct ApplyPatch {
     #[serde(default)]
     pub dry_run: bool,
 }
+
+/// Arguments of `read_many_files`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadManyFiles {
+    /// The files to read (at most 50), each judged on its own: a refused or
+    /// unreadable one is reported in its place, the others are read.
+    pub paths: Vec<String>,
+    /// Most lines to return from each file (default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_lines_each: Option<u64>,
+}
+
+/// Arguments of `edit_file`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditFile {
+    /// The file to edit, relative to the working directory or absolute.
+    pub path: String,
+    /// The exact text to replace (whitespace and line endings included). It
+    /// must occur exactly once unless `replace_all` is true.
+    pub old_text: String,
+    /// The text to put in its place.
+    pub new_text: String,
+    /// Replace every occurrence instead of requiring exactly one (default
+    /// false).
+    #[serde(default)]
+    pub replace_all: bool,
+    /// Show the diff without writing (default false).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// Arguments of `create_directory`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDirectory {
+    /// The directory to create with its missing parents, relative to the
+    /// working directory or absolute. An existing directory is not an error.
+    pub path: String,
+}
+
+/// Arguments of `move_file`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MoveFile {
+    /// The file or directory to move (a link is moved itself, not followed).
+    pub from: String,
+    /// Where it goes; must not exist (nothing is ever replaced).
+    pub to: String,
+}
+
+/// Arguments of `policy_info`: none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyInfo {}

@@ -1,10 +1,14 @@
 //! # agentcaps-tools
 //!
-//! The eight agent tools of agentcaps — `read_file`, `write_file`,
-//! `list_directory`, `file_info`, `search_files`, `shell_command`,
-//! `http_request`, `apply_patch` — held to one [`agentcaps::Policy`], with
-//! JSON Schemas, descriptions generated from the live policy, an MCP server
-//! ([`McpServer`], `agentcaps mcp`) and the `agentcaps` command line.
+//! Agent tools held to one [`agentcaps::Policy`]: files (`read_file`,
+//! `read_many_files`, `write_file`, `edit_file`, `create_directory`,
+//! `move_file`, `list_directory`, `file_info`, `search_files`), a shell
+//! (`shell_command`), the web (`http_request`), patches (`apply_patch`) and
+//! `policy_info` — [`TOOL_NAMES`] lists them. Each has a title, hints, input
+//! and output JSON Schemas and a description generated from the live
+//! policy; results are plain text for the model plus structured data. The
+//! crate also has an MCP server ([`McpServer`], `agentcaps mcp`) and the
+//! `agentcaps` command line.
 //!
 //! [`Toolbox`] is framework-neutral: list the tools, then dispatch a call by
 //! name with JSON arguments. A refusal is a [`ToolError`] whose
@@ -26,6 +30,7 @@
 //! toolbox.call("write_file", json!({"path": "notes.txt", "content": "hi\n"})).await?;
 //! let read = toolbox.call("read_file", json!({"path": "notes.txt"})).await?;
 //! assert_eq!(read.structured["content"], "hi\n");
+//! assert_eq!(read.text, "hi\n"); // plain text for the model
 //!
 //! // Refused: a path that leads out of the allowed root.
 //! let refused = toolbox.call("read_file", json!({"path": "../../etc/passwd"})).await.unwrap_err();
@@ -49,20 +54,27 @@
 #![forbid(unsafe_code)]
 
 mod calllog;
+mod catalog;
 mod describe;
+mod edit;
 mod error;
 mod files;
 mod http;
 pub mod inputs;
 mod mcp;
 mod patch;
+mod policy_info;
 mod search;
 mod shell;
+mod stop;
 mod toolbox;
+mod walk;
 
 pub use calllog::CallLog;
+pub use catalog::{TOOL_COUNT, TOOL_NAMES, ToolHints};
 pub use error::{MAX_ERROR_CHARS, ToolError};
 pub use http::header_map;
 pub use mcp::{McpError, McpServer};
 pub use shell::CommandOutput;
-pub use toolbox::{CallRecord, TOOL_NAMES, ToolOutput, ToolSpec, Toolbox};
+pub use stop::{DEFAULT_CALL_TIME, Stop};
+pub use toolbox::{CallRecord, ToolOutput, ToolSpec, Toolbox};

@@ -11,21 +11,24 @@ use std::io::Read;
 
 use agentcaps::paths::Access;
 use regex::RegexBuilder;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::files::{FileTools, utf8_prefix_lossy};
+use crate::stop::Stop;
+use crate::toolbox::Answer;
 use crate::{ToolError, inputs};
 
 const TOOL: &str = "search_files";
-const DEFAULT_MAX_MATCHES: u32 = 100;
-const MAX_MATCHES_CAP: u32 = 1000;
+pub(crate) const DEFAULT_MAX_MATCHES: u32 = 100;
+pub(crate) const MAX_MATCHES_CAP: u32 = 1000;
 const MAX_LINE_CHARS: usize = 300;
 const MAX_PATTERN_BYTES: usize = 1000;
 /// Bound on the number of files looked at in one call.
-const MAX_FILES: usize = 20_000;
+pub(crate) const MAX_FILES: usize = 20_000;
 
 /// One matching line.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct Match {
     /// Path relative to the searched directory, `/`-separated.
     path: String,
@@ -36,20 +39,50 @@ pub(crate) struct Match {
 }
 
 /// Result of `search_files`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SearchFilesOutput {
+    /// The matching lines, in walk order.
     matches: Vec<Match>,
+    /// Files read and searched.
     files_searched: u64,
     /// Files not searched: refused by the policy, too large, binary, or
     /// unreadable.
     files_skipped: u64,
-    /// The search stopped at `max_matches` (or the file bound).
+    /// The search stopped early: `max_matches`, the file bound or the
+    /// call's time limit.
     truncated: bool,
+}
+
+impl Answer for SearchFilesOutput {
+    fn text(&self) -> String {
+        let mut text = String::new();
+        for found in &self.matches {
+            text.push_str(&format!(
+                "{}:{}: {}\n",
+                found.path, found.line_number, found.line
+            ));
+        }
+        if self.matches.is_empty() {
+            text.push_str("No matches.\n");
+        }
+        text.push_str(&format!(
+            "[{} files searched, {} skipped (refused, too large, binary or unreadable){}]",
+            self.files_searched,
+            self.files_skipped,
+            if self.truncated {
+                "; truncated: more matches may exist, narrow the path or glob"
+            } else {
+                ""
+            }
+        ));
+        text
+    }
 }
 
 pub(crate) fn search_files(
     files: &FileTools,
     input: &inputs::SearchFiles,
+    stop: &Stop,
 ) -> Result<SearchFilesOutput, ToolError> {
     let bad = |rule, message: String| ToolError::Unsupported {
         tool: TOOL,
@@ -108,6 +141,13 @@ pub(crate) fn search_files(
             out.files_skipped += 1;
             continue;
         };
+        if stop.reached() {
+            if stop.is_cancelled() {
+                return Err(stop.error(TOOL));
+            }
+            out.truncated = true;
+            break;
+        }
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }

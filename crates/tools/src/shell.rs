@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use agentcaps::Policy;
 use agentcaps::shell::{CommandRequest, Exit, RunResult, ShellError, ShellPolicy};
+use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::toolbox::Answer;
 use crate::{ToolError, inputs};
 
 const TOOL: &str = "shell_command";
@@ -19,7 +21,7 @@ pub(crate) struct ShellTool {
 }
 
 /// What a command produced, as the tool and `agentcaps run --json` report it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[non_exhaustive]
 pub struct CommandOutput {
     /// The exit code, when the program exited.
@@ -66,6 +68,39 @@ impl From<RunResult> for CommandOutput {
             program: result.program.display().to_string(),
             enforced: result.enforced.to_string(),
         }
+    }
+}
+
+impl Answer for CommandOutput {
+    fn text(&self) -> String {
+        let status = match (self.exit_code, self.signal) {
+            (Some(code), _) => format!("exit code: {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => "exit status unknown".to_owned(),
+        };
+        let mut text = status;
+        if self.timed_out {
+            text.push_str(&format!(
+                " (timed out after {} ms; the process group was killed)",
+                self.duration_ms
+            ));
+        }
+        for (name, output, cut) in [
+            ("stdout", &self.stdout, self.stdout_truncated),
+            ("stderr", &self.stderr, self.stderr_truncated),
+        ] {
+            text.push_str(&format!("\n{name}:"));
+            if output.is_empty() {
+                text.push_str(" (empty)");
+                continue;
+            }
+            text.push('\n');
+            text.push_str(output);
+            if cut {
+                crate::files::note(&mut text, &format!("{name} cut at the output limit"));
+            }
+        }
+        text
     }
 }
 
@@ -123,6 +158,11 @@ impl ShellTool {
             source: Box::new(source),
             allowed,
         }
+    }
+
+    /// The built policy.
+    pub(crate) fn policy(&self) -> &ShellPolicy {
+        &self.policy
     }
 
     /// The default working directory of commands.

@@ -1,7 +1,8 @@
-//! The framework-neutral [`Toolbox`]: the eight tools, their schemas and
-//! live descriptions, and dispatch by name with JSON arguments.
+//! The framework-neutral [`Toolbox`]: the tools of the catalog, their
+//! schemas and live descriptions, and dispatch by name with JSON arguments.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use agentcaps::Policy;
@@ -9,25 +10,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::catalog::{self, CATALOG, Definition, TOOL_NAMES, ToolHints, ToolId};
 use crate::describe::Descriptions;
 use crate::files::FileTools;
 use crate::http::HttpTool;
 use crate::patch::PatchTool;
+use crate::policy_info::PolicyInfoOutput;
 use crate::search;
 use crate::shell::ShellTool;
+use crate::stop::Stop;
 use crate::{ToolError, inputs};
-
-/// The names of the tools, in the order [`Toolbox::tools`] lists them.
-pub const TOOL_NAMES: [&str; 8] = [
-    "read_file",
-    "write_file",
-    "list_directory",
-    "file_info",
-    "search_files",
-    "shell_command",
-    "http_request",
-    "apply_patch",
-];
 
 /// One tool as an agent framework registers it.
 #[derive(Debug, Clone, Serialize)]
@@ -35,31 +27,47 @@ pub const TOOL_NAMES: [&str; 8] = [
 pub struct ToolSpec {
     /// The tool's name, such as `read_file`.
     pub name: &'static str,
+    /// A short human title, such as "Read a file".
+    pub title: &'static str,
     /// What it does and what the live policy allows, for the model.
     pub description: String,
     /// The JSON Schema (draft 2020-12) of its arguments: always an object.
     pub input_schema: Value,
+    /// The JSON Schema of [`ToolOutput::structured`]: always an object.
+    pub output_schema: Value,
+    /// What the tool may do (MCP annotations).
+    pub hints: ToolHints,
 }
 
 /// A successful call's result.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ToolOutput {
-    /// The typed result, as JSON.
+    /// The typed result, as JSON, matching the tool's output schema.
     pub structured: Value,
-    /// The same result as text for a model (pretty JSON).
+    /// The same result as plain text for a model: a file's lines as they
+    /// are, a listing one entry a line, a command's output under `stdout:`
+    /// and `stderr:` headers.
     pub text: String,
 }
 
+/// A typed result that also reads as plain text.
+pub(crate) trait Answer: Serialize {
+    /// The text a model reads.
+    fn text(&self) -> String;
+}
+
 impl ToolOutput {
-    pub(crate) fn from_typed<T: Serialize>(value: &T) -> Result<Self, ToolError> {
+    pub(crate) fn from_answer<T: Answer>(value: &T) -> Result<Self, ToolError> {
         let structured = serde_json::to_value(value).map_err(|e| ToolError::Unsupported {
             tool: "toolbox",
             rule: "output",
             message: format!("could not encode the result: {e}"),
         })?;
-        let text = serde_json::to_string_pretty(&structured).unwrap_or_default();
-        Ok(Self { structured, text })
+        Ok(Self {
+            structured,
+            text: value.text(),
+        })
     }
 }
 
@@ -78,7 +86,7 @@ pub struct CallRecord {
     pub duration_ms: u64,
 }
 
-/// The eight agentcaps tools over one [`Policy`].
+/// The agentcaps tools over one [`Policy`].
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), agentcaps_tools::ToolError> {
@@ -93,18 +101,26 @@ pub struct CallRecord {
 /// println!("{}", out.text);
 /// # Ok(()) }
 /// ```
+///
+/// Cloning is cheap (the tools are shared).
+#[derive(Clone)]
 pub struct Toolbox {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     files: FileTools,
     shell: ShellTool,
     http: HttpTool,
     patch: PatchTool,
+    policy_info: PolicyInfoOutput,
     specs: Vec<ToolSpec>,
 }
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Toolbox")
-            .field("base", &self.files.base())
+            .field("base", &self.inner.files.base())
             .finish_non_exhaustive()
     }
 }
@@ -124,37 +140,43 @@ impl Toolbox {
         let shell = ShellTool::new(policy)?;
         let http = HttpTool::new(policy)?;
         let patch = PatchTool::new(policy, &base)?;
-        let d = Descriptions::new(policy, &base, &files, &shell, &http);
-        let specs = vec![
-            spec::<inputs::ReadFile>("read_file", d.read_file()),
-            spec::<inputs::WriteFile>("write_file", d.write_file()),
-            spec::<inputs::ListDirectory>("list_directory", d.list_directory()),
-            spec::<inputs::FileInfo>("file_info", d.file_info()),
-            spec::<inputs::SearchFiles>("search_files", d.search_files()),
-            spec::<inputs::ShellCommand>("shell_command", d.shell_command()),
-            spec::<inputs::HttpRequest>("http_request", d.http_request()),
-            spec::<inputs::ApplyPatch>("apply_patch", d.apply_patch()),
-        ];
+        let policy_info = PolicyInfoOutput::new(policy, files.policy(), shell.policy());
+        let descriptions = Descriptions::new(policy, &base, &files, &shell, &http);
+        let specs = CATALOG
+            .iter()
+            .map(|definition| ToolSpec {
+                name: definition.name,
+                title: definition.title,
+                description: (definition.describe)(&descriptions),
+                input_schema: (definition.input_schema)(),
+                output_schema: (definition.output_schema)(),
+                hints: definition.hints,
+            })
+            .collect();
         Ok(Self {
-            files,
-            shell,
-            http,
-            patch,
-            specs,
+            inner: Arc::new(Inner {
+                files,
+                shell,
+                http,
+                patch,
+                policy_info,
+                specs,
+            }),
         })
     }
 
-    /// The tools, with their live descriptions and input schemas.
+    /// The tools, with their live descriptions and schemas.
     pub fn tools(&self) -> &[ToolSpec] {
-        &self.specs
+        &self.inner.specs
     }
 
     /// The directory relative paths are relative to.
     pub fn base(&self) -> &Path {
-        self.files.base()
+        self.inner.files.base()
     }
 
-    /// Calls the tool `name` with JSON `arguments` (an object).
+    /// Calls the tool `name` with JSON `arguments` (an object; `null` reads
+    /// as `{}`), within the default time limit.
     ///
     /// # Errors
     ///
@@ -162,24 +184,45 @@ impl Toolbox {
     /// meant for the model: malformed arguments, a refusal (with the rule
     /// and what is allowed), or a failure.
     pub async fn call(&self, name: &str, arguments: Value) -> Result<ToolOutput, ToolError> {
-        match name {
-            "read_file" => out(self.files.read_file(&args("read_file", arguments)?)),
-            "write_file" => out(self.files.write_file(&args("write_file", arguments)?)),
-            "list_directory" => out(self
-                .files
-                .list_directory(&args("list_directory", arguments)?)),
-            "file_info" => out(self.files.file_info(&args("file_info", arguments)?)),
-            "search_files" => out(search::search_files(
-                &self.files,
-                &args("search_files", arguments)?,
-            )),
-            "shell_command" => out(self.shell.run(args("shell_command", arguments)?).await),
-            "http_request" => out(self.http.request(args("http_request", arguments)?).await),
-            "apply_patch" => out(self.patch.apply(&args("apply_patch", arguments)?)),
-            _ => Err(ToolError::UnknownTool {
+        self.call_until(name, arguments, &Stop::default()).await
+    }
+
+    /// Like [`Toolbox::call`], stopping when `stop` is cancelled or its
+    /// deadline passes: walks (listing, searching, reading many files) then
+    /// answer with what they have, marked truncated, and a cancelled call
+    /// answers with the `cancelled` error. Work that blocks runs on tokio's
+    /// blocking pool when a tokio runtime is running, so one slow call
+    /// never holds another.
+    ///
+    /// # Errors
+    ///
+    /// As [`Toolbox::call`].
+    pub async fn call_until(
+        &self,
+        name: &str,
+        arguments: Value,
+        stop: &Stop,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(definition) = catalog::find(name) else {
+            return Err(ToolError::UnknownTool {
                 name: name.chars().take(100).collect(),
                 known: TOOL_NAMES.join(", "),
-            }),
+            });
+        };
+        match definition.id {
+            ToolId::ShellCommand => {
+                let input = args(definition, arguments)?;
+                answer(self.inner.shell.run(input).await)
+            }
+            ToolId::HttpRequest => {
+                let input = args(definition, arguments)?;
+                answer(self.inner.http.request(input).await)
+            }
+            _ => {
+                let inner = Arc::clone(&self.inner);
+                let stop = stop.clone();
+                blocking(move || inner.call_blocking(definition, arguments, &stop)).await
+            }
         }
     }
 
@@ -189,8 +232,19 @@ impl Toolbox {
         name: &str,
         arguments: Value,
     ) -> (Result<ToolOutput, ToolError>, CallRecord) {
+        self.call_recorded_until(name, arguments, &Stop::default())
+            .await
+    }
+
+    /// Like [`Toolbox::call_until`], also returning the [`CallRecord`].
+    pub async fn call_recorded_until(
+        &self,
+        name: &str,
+        arguments: Value,
+        stop: &Stop,
+    ) -> (Result<ToolOutput, ToolError>, CallRecord) {
         let started = Instant::now();
-        let result = self.call(name, arguments).await;
+        let result = self.call_until(name, arguments, stop).await;
         let (decision, rule) = match &result {
             Ok(_) => ("allow", ""),
             Err(e) if e.is_refusal() => ("deny", e.rule()),
@@ -206,16 +260,83 @@ impl Toolbox {
     }
 }
 
-fn out<T: Serialize>(result: Result<T, ToolError>) -> Result<ToolOutput, ToolError> {
-    ToolOutput::from_typed(&result?)
+impl Inner {
+    /// The tools whose work blocks (file system). The `match` is exhaustive:
+    /// a tool added to the catalog without a handler does not compile.
+    fn call_blocking(
+        &self,
+        definition: &'static Definition,
+        arguments: Value,
+        stop: &Stop,
+    ) -> Result<ToolOutput, ToolError> {
+        let d = definition;
+        match d.id {
+            ToolId::ReadFile => answer(self.files.read_file(&args(d, arguments)?)),
+            ToolId::ReadManyFiles => answer(self.files.read_many_files(&args(d, arguments)?, stop)),
+            ToolId::WriteFile => answer(self.files.write_file(&args(d, arguments)?)),
+            ToolId::EditFile => answer(self.files.edit_file(&args(d, arguments)?)),
+            ToolId::CreateDirectory => answer(self.files.create_directory(&args(d, arguments)?)),
+            ToolId::MoveFile => answer(self.files.move_file(&args(d, arguments)?)),
+            ToolId::ListDirectory => answer(self.files.list_directory(&args(d, arguments)?, stop)),
+            ToolId::FileInfo => answer(self.files.file_info(&args(d, arguments)?)),
+            ToolId::SearchFiles => answer(search::search_files(
+                &self.files,
+                &args(d, arguments)?,
+                stop,
+            )),
+            ToolId::ApplyPatch => answer(self.patch.apply(&args(d, arguments)?)),
+            ToolId::PolicyInfo => {
+                let _: inputs::PolicyInfo = args(d, arguments)?;
+                answer(Ok(self.policy_info.clone()))
+            }
+            ToolId::ShellCommand | ToolId::HttpRequest => Err(ToolError::Unsupported {
+                tool: d.name,
+                rule: "internal",
+                message: "this tool is asynchronous and is not run on the blocking pool".to_owned(),
+            }),
+        }
+    }
 }
 
-/// Parses arguments; `null` (no arguments) reads as `{}`.
-fn args<T: DeserializeOwned>(tool: &'static str, arguments: Value) -> Result<T, ToolError> {
-    let arguments = if arguments.is_null() {
-        Value::Object(serde_json::Map::new())
-    } else {
-        arguments
+/// Runs `work` on tokio's blocking pool when a runtime is running (so it
+/// never holds the threads that serve other calls), else right here.
+async fn blocking<F>(work: F) -> Result<ToolOutput, ToolError>
+where
+    F: FnOnce() -> Result<ToolOutput, ToolError> + Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread => {
+            handle.spawn_blocking(work).await.unwrap_or_else(|e| {
+                Err(ToolError::Unsupported {
+                    tool: "toolbox",
+                    rule: "internal",
+                    message: format!("the call failed: {e}"),
+                })
+            })
+        }
+        _ => work(),
+    }
+}
+
+fn answer<T: crate::toolbox::Answer>(
+    result: Result<T, ToolError>,
+) -> Result<ToolOutput, ToolError> {
+    ToolOutput::from_answer(&result?)
+}
+
+/// Parses arguments; `null` (no arguments) reads as `{}`, and anything but
+/// an object is refused as malformed.
+fn args<T: DeserializeOwned>(definition: &Definition, arguments: Value) -> Result<T, ToolError> {
+    let tool = definition.name;
+    let arguments = match arguments {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        object @ Value::Object(_) => object,
+        other => {
+            return Err(ToolError::InvalidArguments {
+                tool,
+                message: format!("the arguments are {}, not an object", json_kind(&other)),
+            });
+        }
     };
     serde_json::from_value(arguments).map_err(|e| ToolError::InvalidArguments {
         tool,
@@ -223,18 +344,14 @@ fn args<T: DeserializeOwned>(tool: &'static str, arguments: Value) -> Result<T, 
     })
 }
 
-fn spec<T: schemars::JsonSchema>(name: &'static str, description: String) -> ToolSpec {
-    let schema = schemars::generate::SchemaSettings::draft2020_12()
-        .into_generator()
-        .into_root_schema_for::<T>();
-    let mut input_schema = schema.to_value();
-    if let Some(object) = input_schema.as_object_mut() {
-        object.remove("$schema");
-        object.remove("title");
-    }
-    ToolSpec {
-        name,
-        description,
-        input_schema,
+/// "a string", "an array", ... for messages.
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }

@@ -71,7 +71,9 @@ fn cli_corpus() {
     let corpus: Corpus = toml::from_str(include_str!("data/cli_cases.toml")).expect("corpus");
     assert!(corpus.case.len() > 25, "the corpus lost its cases");
     let mut failures = Vec::new();
+    let mut ran = 0usize;
     for case in &corpus.case {
+        ran += 1;
         let mut args: Vec<String> = case
             .args
             .iter()
@@ -110,10 +112,15 @@ fn cli_corpus() {
                             json["decision"]
                         ));
                     }
-                    if let Some(rule) = &case.rule
-                        && json["rule"] != rule.as_str()
-                    {
-                        wrong.push(format!("rule {}, expected {rule}", json["rule"]));
+                    match &case.rule {
+                        Some(rule) if json["rule"] != rule.as_str() => {
+                            wrong.push(format!("rule {}, expected {rule}", json["rule"]));
+                        }
+                        None if case.exit != 0 => wrong.push(format!(
+                            "the row must pin its rule (this run: {})",
+                            json["rule"]
+                        )),
+                        _ => {}
                     }
                     if let Some(needle) = &case.stdout_contains
                         && !json.to_string().contains(needle.as_str())
@@ -135,6 +142,7 @@ fn cli_corpus() {
             ));
         }
     }
+    assert_eq!(ran, corpus.case.len(), "every case ran");
     assert!(
         !tree.outside.join("evil.txt").exists(),
         "a patch wrote outside"

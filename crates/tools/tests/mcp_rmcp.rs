@@ -63,7 +63,7 @@ async fn rmcp_client_drives_every_tool() {
         .map(|s| s.to_string())
         .collect();
     expected.sort();
-    assert_eq!(names, expected, "exactly the eight tools");
+    assert_eq!(names, expected, "exactly the catalog's tools");
     let read_only = |name: &str| {
         tools
             .iter()

@@ -36,7 +36,9 @@ fn tool_schemas() {
     assert_eq!(names, agentcaps_tools::TOOL_NAMES);
     for tool in toolbox.tools() {
         assert_eq!(tool.input_schema["type"], "object", "{}", tool.name);
+        assert_eq!(tool.output_schema["type"], "object", "{}", tool.name);
         insta::assert_json_snapshot!(format!("schema_{}", tool.name), tool.input_schema);
+        insta::assert_json_snapshot!(format!("output_schema_{}", tool.name), tool.output_schema);
     }
 }
 

@@ -47,7 +47,9 @@ async fn tool_attack_corpus() {
     assert!(corpus.case.len() > 40, "the corpus lost its cases");
 
     let mut failures = Vec::new();
+    let mut ran = 0usize;
     for case in &corpus.case {
+        ran += 1;
         let args_text = serde_json::to_string(&case.args).expect("args to json");
         let args: serde_json::Value =
             serde_json::from_str(&tree.subst(&args_text, port)).expect("args json");
@@ -61,10 +63,14 @@ async fn tool_attack_corpus() {
         if decision != case.expect {
             wrong.push(format!("decision {decision}, expected {}", case.expect));
         }
-        if let Some(expected) = &case.rule
-            && &rule != expected
-        {
-            wrong.push(format!("rule `{rule}`, expected `{expected}`"));
+        match &case.rule {
+            Some(expected) if &rule != expected => {
+                wrong.push(format!("rule `{rule}`, expected `{expected}`"));
+            }
+            None if case.expect != "allow" => {
+                wrong.push(format!("the row must pin its rule (this run: `{rule}`)"));
+            }
+            _ => {}
         }
         if let Some(needle) = &case.contains
             && !text.contains(needle.as_str())
@@ -90,6 +96,7 @@ async fn tool_attack_corpus() {
         }
     }
 
+    assert_eq!(ran, corpus.case.len(), "every case ran");
     // Nothing refused left a trace.
     let outside: Vec<_> = std::fs::read_dir(&tree.outside)
         .expect("read outside")
@@ -105,6 +112,11 @@ async fn tool_attack_corpus() {
         "a git hook was written"
     );
     assert!(!tree.root.join(".bashrc").exists(), ".bashrc was written");
+    assert!(tree.root.join("made/here").is_dir(), "create_directory ran");
+    assert!(
+        !tree.root.join("stolen.txt").exists(),
+        "a file was moved in"
+    );
     assert_eq!(
         std::fs::read_to_string(tree.root.join("edit.txt")).expect("edit.txt"),
         "one\ntwo\nthree\n",

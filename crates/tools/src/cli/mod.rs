@@ -64,7 +64,7 @@ enum Command {
     Fetch(FetchArgs),
     /// Apply a unified diff or `*** Begin Patch` envelope atomically.
     Patch(PatchArgs),
-    /// Serve the eight tools over MCP on stdin/stdout.
+    /// Serve the tools over MCP on stdin/stdout (`agentcaps check policy` shows what they may do).
     Mcp(McpArgs),
 }
 
@@ -264,7 +264,13 @@ fn mcp_inner(args: &McpArgs) -> Result<(), Outcome> {
         })?,
         None => agentcaps_tools::CallLog::stderr(),
     };
-    let rt = runtime()?;
+    // Several worker threads: calls run concurrently, and file work goes
+    // to the blocking pool, so a slow call never holds another.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Outcome::failed("io", format!("cannot start the async runtime: {e}")))?;
     rt.block_on(async {
         let toolbox = agentcaps_tools::Toolbox::new(&policy, &base)
             .map_err(|e| Outcome::usage(e.rule(), e.to_string()))?;

@@ -1,12 +1,20 @@
 //! `agentcaps mcp`: the [`Toolbox`] served over MCP on stdio with `rmcp`.
 //!
-//! Exactly the eight tools are served. A refusal, a failure or malformed
-//! arguments come back as a tool result with `isError: true` and a short
-//! text for the model — never a crash. Only a tool name that is not one of
-//! the eight is a protocol error (JSON-RPC invalid params, as the MCP
-//! specification says), naming the eight. Each call
-//! writes one JSON line (tool, decision, rule, duration) to the
-//! [`CallLog`]; nothing but protocol messages ever goes to stdout.
+//! Exactly the catalog's tools are served, each with its title, hints and
+//! input and output schemas. A result is plain text for the model plus
+//! `structuredContent` matching the output schema. A refusal, a failure or
+//! malformed arguments (`arguments` that are not an object included) come
+//! back as a tool result with `isError: true` and a short text for the
+//! model — never a crash. Only a tool name that is not in the catalog is a
+//! protocol error (JSON-RPC invalid params, as the MCP specification says),
+//! naming the tools; a line that is not JSON gets a `-32700` parse error.
+//!
+//! Calls run concurrently (file work on the blocking pool), and
+//! `notifications/cancelled` stops a running call. Each call writes one
+//! JSON line (tool, decision, rule, duration) to the [`CallLog`]; nothing
+//! but protocol messages ever goes to stdout.
+
+mod wire;
 
 use std::sync::Arc;
 
@@ -20,7 +28,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
 use crate::calllog::CallLog;
-use crate::{ToolError, Toolbox};
+use crate::toolbox::CallRecord;
+use crate::{Stop, ToolError, ToolHints, Toolbox};
 
 /// The MCP server: a [`Toolbox`] and a [`CallLog`].
 #[derive(Clone)]
@@ -60,8 +69,14 @@ impl McpServer {
                     Value::Object(object) => object.clone(),
                     _ => Map::new(),
                 };
+                let output = match &spec.output_schema {
+                    Value::Object(object) => object.clone(),
+                    _ => Map::new(),
+                };
                 Tool::new(spec.name, spec.description.clone(), schema)
-                    .with_annotations(annotations(spec.name))
+                    .with_title(spec.title)
+                    .with_raw_output_schema(Arc::new(output))
+                    .with_annotations(annotations(spec.title, spec.hints))
             })
             .collect();
         Self {
@@ -79,7 +94,32 @@ impl McpServer {
     ///
     /// [`McpError`] if the session cannot start or ends abnormally.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
-        let running = match self.serve(rmcp::transport::stdio()).await {
+        self.serve_on(tokio::io::stdin(), tokio::io::stdout()).await
+    }
+
+    /// Serves MCP on `input` and `output` (newline-delimited JSON-RPC), as
+    /// [`McpServer::serve_stdio`] does on stdio.
+    ///
+    /// # Errors
+    ///
+    /// [`McpError`] if the session cannot start or ends abnormally.
+    pub async fn serve_on<R, W>(self, input: R, output: W) -> Result<(), McpError>
+    where
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+    {
+        let (read, write, pumps) = wire::checked(input, output);
+        let served = self.serve_transport(read, write).await;
+        pumps.finish().await;
+        served
+    }
+
+    async fn serve_transport(
+        self,
+        read: tokio::io::DuplexStream,
+        write: tokio::io::DuplexStream,
+    ) -> Result<(), McpError> {
+        let running = match self.serve((read, write)).await {
             Ok(running) => running,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(McpError::Start(e.to_string())),
@@ -99,9 +139,28 @@ impl McpServer {
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
+        cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<CallToolResult, ErrorData> {
-        let arguments = arguments.map_or(Value::Null, Value::Object);
-        let (result, record) = self.toolbox.call_recorded(name, arguments).await;
+        let arguments = arguments.map_or(Value::Null, wire::restore_arguments);
+        let stop = Stop::default();
+        let started = std::time::Instant::now();
+        let call = self.toolbox.call_recorded_until(name, arguments, &stop);
+        let (result, record) = tokio::select! {
+            done = call => done,
+            () = cancelled => {
+                // Dropping the call stops async work (a command's process is
+                // killed); blocking work sees the stop between steps.
+                stop.cancel();
+                let error = stop_error(name, &stop);
+                let record = CallRecord {
+                    tool: name.chars().take(100).collect(),
+                    decision: "error",
+                    rule: "cancelled",
+                    duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                };
+                (Err(error), record)
+            }
+        };
         self.log.record(&record);
         match result {
             Ok(output) => {
@@ -119,17 +178,23 @@ impl McpServer {
     }
 }
 
-/// MCP hints (never trusted by clients for decisions): which tools only
-/// read, which can overwrite, which reach outside the machine.
-fn annotations(tool: &str) -> ToolAnnotations {
-    let hints = ToolAnnotations::new();
-    match tool {
-        "read_file" | "list_directory" | "file_info" | "search_files" => {
-            hints.read_only(true).open_world(false)
-        }
-        "write_file" | "apply_patch" => hints.read_only(false).destructive(true).open_world(false),
-        "http_request" => hints.read_only(false).destructive(false).open_world(true),
-        _ => hints.read_only(false).destructive(true).open_world(false),
+fn stop_error(name: &str, stop: &Stop) -> ToolError {
+    let tool = crate::catalog::find(name).map_or("tools/call", |d| d.name);
+    stop.error(tool)
+}
+
+/// MCP annotations from the catalog's hints (never trusted by clients for
+/// decisions): which tools only read, which can overwrite, which reach
+/// outside the machine.
+fn annotations(title: &str, hints: ToolHints) -> ToolAnnotations {
+    let annotations = ToolAnnotations::with_title(title)
+        .read_only(hints.read_only)
+        .idempotent(hints.idempotent)
+        .open_world(hints.open_world);
+    if hints.read_only {
+        annotations
+    } else {
+        annotations.destructive(hints.destructive)
     }
 }
 
@@ -157,10 +222,14 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(&request.name, request.arguments)
-            .await
-            .map(Into::into)
+        self.call(
+            &request.name,
+            request.arguments,
+            context.ct.cancelled_owned(),
+        )
+        .await
+        .map(Into::into)
     }
 }
