@@ -219,11 +219,24 @@ pub(crate) fn windows_reads_specially(name: &str) -> bool {
 }
 
 /// Characters that Windows' best-fit mapping (ANSI code pages) turns into
-/// `/`, `\`, `:` or `.`.
+/// `/`, `\`, `:` or `.`: the full-width and mathematical look-alikes, and
+/// the currency signs that share the backslash's byte in the Japanese (`¥`,
+/// code page 932) and Korean (`₩`, code page 949) code pages, where a
+/// program using the ANSI APIs reads them as a separator.
 fn is_best_fit_lookalike(c: char) -> bool {
     matches!(
         c,
-        '\u{FF0F}' | '\u{FF3C}' | '\u{2215}' | '\u{2216}' | '\u{FF1A}' | '\u{2024}' | '\u{FF0E}'
+        '\u{FF0F}'
+            | '\u{FF3C}'
+            | '\u{2215}'
+            | '\u{2216}'
+            | '\u{FF1A}'
+            | '\u{2024}'
+            | '\u{FF0E}'
+            | '\u{00A5}'
+            | '\u{20A9}'
+            | '\u{FFE5}'
+            | '\u{FFE6}'
     )
 }
 
