@@ -510,6 +510,29 @@ impl PathPolicy {
         })
     }
 
+    /// Judge a real location as it stands, with no lookup: inside a root,
+    /// not blocked (nor, for writes, write-protected), and for writes not
+    /// beneath a read-only root. For callers that already hold a real
+    /// location (an entry found by walking a root's directory, where no
+    /// component is a link) and need the rules only, such as the shell's
+    /// masking of blocked entries and its judging of a command's changes.
+    ///
+    /// # Errors
+    ///
+    /// The refusal ([`PathError::OutsideRoots`], [`PathError::Blocked`],
+    /// [`PathError::WriteProtected`], [`PathError::ReadOnly`]), or
+    /// [`PathError::RelativeBase`] when `location` is not absolute.
+    pub fn judge_location(&self, location: &Path, access: Access) -> Result<(), PathError> {
+        let spelling = location.display().to_string();
+        let located = Location::from_absolute(location).ok_or_else(|| PathError::RelativeBase {
+            base: location.to_path_buf(),
+        })?;
+        self.inner
+            .rules
+            .judge(&spelling, Reading::Lexical, &located, access)
+            .map(|_| ())
+    }
+
     /// Judge a location that an operation creates as spelled (no lookups):
     /// where a moved directory's contents land.
     pub(crate) fn judge_created(&self, spelling: &str, location: &Path) -> Result<(), PathError> {

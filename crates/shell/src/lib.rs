@@ -83,6 +83,10 @@ pub mod kernel;
 mod output;
 #[cfg(feature = "runner")]
 mod runner;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod view_run;
+#[cfg(feature = "runner")]
+pub mod writeback;
 
 pub use config::{Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
@@ -99,3 +103,5 @@ pub use rules::{
 #[cfg(feature = "runner")]
 pub use runner::{Exit, RunResult, Truncated};
 pub use tokenize::{quote, split};
+#[cfg(feature = "runner")]
+pub use writeback::{Change, ChangeAction, Changes, RefusedChange};

@@ -69,6 +69,7 @@ pub struct ShellPolicy {
     pub(crate) windows_rules: bool,
     pub(crate) allow_network: bool,
     pub(crate) require_kernel_enforcement: bool,
+    pub(crate) view: ViewSettings,
     pub(crate) found: Found,
 }
 
@@ -103,6 +104,7 @@ impl ShellPolicy {
             windows_rules: WindowsRules::Auto,
             allow_network: false,
             require_kernel_enforcement: false,
+            view: ViewSettings::default(),
         }
     }
 
@@ -232,6 +234,34 @@ pub struct ShellPolicyBuilder {
     windows_rules: WindowsRules,
     allow_network: bool,
     require_kernel_enforcement: bool,
+    view: ViewSettings,
+}
+
+/// How commands get their private view (Linux): the helper executable, the
+/// staging directory, and the switch that turns the view off.
+#[derive(Debug, Clone)]
+pub(crate) struct ViewSettings {
+    /// Run commands in the private view where the system allows it.
+    pub(crate) enabled: bool,
+    /// The helper executable; `None`: the process default
+    /// (`kernel::view::default_helper`).
+    pub(crate) helper: Option<PathBuf>,
+    /// Where the staging directories go; `None`: the system's temporary
+    /// directory.
+    pub(crate) staging: Option<PathBuf>,
+    /// Test seam: fail the write-back's commit at this step.
+    pub(crate) commit_fault: Option<usize>,
+}
+
+impl Default for ViewSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            helper: None,
+            staging: None,
+            commit_fault: None,
+        }
+    }
 }
 
 impl ShellPolicyBuilder {
@@ -342,6 +372,51 @@ impl ShellPolicyBuilder {
         self
     }
 
+    /// The executable that builds the private view (see
+    /// [`kernel::view`](crate::kernel::view)): the `agentcaps` binary, the
+    /// `agentcaps-view` binary of this crate, or any program that calls
+    /// [`kernel::view::dispatch`](crate::kernel::view::dispatch) first.
+    /// Default: the one this process registered (by calling `dispatch`).
+    #[cfg(feature = "runner")]
+    pub fn view_helper(mut self, path: impl Into<PathBuf>) -> Self {
+        self.view.helper = Some(path.into());
+        self
+    }
+
+    /// Where each run's private staging directory is made (default: a
+    /// directory of this user in the system's temporary directory). It
+    /// must lie outside every root, on a file system with user extended
+    /// attributes.
+    #[cfg(feature = "runner")]
+    pub fn staging_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.view.staging = Some(path.into());
+        self
+    }
+
+    /// Run commands in the private view where the system allows it (the
+    /// default). Off, every command gets the fallback confinement, reported
+    /// as `partial` — as on a system without user namespaces; meant for
+    /// tests of that path.
+    ///
+    /// # Security
+    ///
+    /// Off, blocked entries inside the roots are guarded by the argument
+    /// checks only, and a command's writes land unjudged.
+    #[cfg(feature = "runner")]
+    pub fn private_view(mut self, on: bool) -> Self {
+        self.view.enabled = on;
+        self
+    }
+
+    /// Test seam, not for production: make the write-back's commit fail at
+    /// its `step`-th operation on the real tree.
+    #[cfg(feature = "runner")]
+    #[doc(hidden)]
+    pub fn fail_commit_at(mut self, step: usize) -> Self {
+        self.view.commit_fault = Some(step);
+        self
+    }
+
     pub(crate) fn inherit_all(mut self) -> Self {
         self.inherit = Inherit::All;
         self
@@ -425,6 +500,7 @@ impl ShellPolicyBuilder {
             },
             allow_network: self.allow_network,
             require_kernel_enforcement: self.require_kernel_enforcement,
+            view: self.view,
             found: Found::default(),
         })
     }

@@ -13,6 +13,7 @@ use crate::kernel::{self, Enforcement, KernelRefusal, KernelRules};
 use crate::output::Capture;
 use crate::policy::ShellPolicy;
 use crate::request::ValidatedCommand;
+use crate::writeback::Changes;
 
 /// How long to keep reading output after the process group was killed on
 /// timeout (a process that left the group may still hold a pipe).
@@ -61,8 +62,17 @@ pub struct RunResult {
     pub program: PathBuf,
     /// The argv that ran.
     pub argv: Vec<String>,
-    /// What the kernel enforced.
+    /// What the kernel enforced: `full` only when the private view, the
+    /// judged write-back and Landlock all held.
     pub enforced: Enforcement,
+    /// Why `enforced` is not `full`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforced_reason: Option<String>,
+    /// What the command's writes came to: committed and refused changes
+    /// (`None` when it ran without the private view, whose writes land
+    /// unjudged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Changes>,
 }
 
 impl ShellPolicy {
@@ -70,16 +80,100 @@ impl ShellPolicy {
     ///
     /// The program is executed directly (no shell) with the validated argv,
     /// working directory and environment, stdin closed, in a new process
-    /// group. When the program exits, what is left of its process group is
-    /// killed; on timeout the whole group is killed and the result says
-    /// `timed_out`. Output is read to the end so the child never blocks; what
-    /// exceeds `max_output_bytes` is discarded and flagged.
+    /// group. On Linux, with a path policy, it runs in its private view
+    /// ([`kernel::view`]): when it ends, every process it left is killed and
+    /// its writes are judged and committed ([`RunResult::changes`]). On
+    /// timeout everything it started is killed and the result says
+    /// `timed_out`. Output is read to the end so the child never blocks;
+    /// what exceeds `max_output_bytes` is discarded and flagged.
     ///
     /// # Errors
     ///
     /// [`ShellError::Spawn`] when the program cannot be started or waited
-    /// for (or the kernel cannot enforce a required policy).
+    /// for; [`ShellError::KernelEnforcement`] when the policy requires full
+    /// kernel enforcement and it is not available here.
     pub async fn run(&self, command: ValidatedCommand) -> Result<RunResult, ShellError> {
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        let reason = match self.view_helper() {
+            Err(reason) => reason,
+            Ok(helper) => match self.run_in_view(&command, &helper).await? {
+                crate::view_run::InView::Ran(result) => return Ok(*result),
+                crate::view_run::InView::Unavailable(reason) => reason,
+            },
+        };
+        #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+        let reason =
+            "the private view exists on Linux only (with the `landlock` feature)".to_owned();
+        self.run_without_view(command, reason).await
+    }
+
+    /// What a run of `command` would get here, without running anything
+    /// (for `check shell`): the enforcement level, and why it is not
+    /// `full`. The private view is assumed to work where user namespaces
+    /// are not switched off; a run finds out for sure (and says so).
+    #[must_use]
+    pub fn planned_enforcement(&self, command: &ValidatedCommand) -> (Enforcement, Option<String>) {
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        let reason = match self
+            .view_helper()
+            .and_then(|_| crate::view_run::namespaces_allowed())
+        {
+            Ok(()) => {
+                let rules = self.kernel_rules(command);
+                return match kernel::would_enforce(&rules) {
+                    Enforcement::Full => (Enforcement::Full, None),
+                    Enforcement::Partial { abi } => (
+                        Enforcement::Partial { abi },
+                        Some(format!(
+                            "the kernel offers Landlock ABI {abi}; the second wall needs ABI {}",
+                            kernel::FULL_ABI
+                        )),
+                    ),
+                    Enforcement::None => (
+                        Enforcement::Partial { abi: 0 },
+                        Some("the kernel has no Landlock: the private view holds alone".to_owned()),
+                    ),
+                };
+            }
+            Err(reason) => reason,
+        };
+        #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+        let reason =
+            "the private view exists on Linux only (with the `landlock` feature)".to_owned();
+        let rules = self.kernel_rules(command);
+        match kernel::would_enforce(&rules) {
+            Enforcement::None => (
+                Enforcement::None,
+                Some(format!("no kernel confinement: {reason}")),
+            ),
+            Enforcement::Full => (
+                Enforcement::Partial {
+                    abi: kernel::kernel_abi(),
+                },
+                Some(format!("Landlock only: {reason}")),
+            ),
+            Enforcement::Partial { abi } => (
+                Enforcement::Partial { abi },
+                Some(format!("Landlock ABI {abi} only: {reason}")),
+            ),
+        }
+    }
+
+    /// The fallback: Landlock only (where the kernel has it), reported as
+    /// `partial` with `reason`; refused when the policy requires full
+    /// enforcement.
+    async fn run_without_view(
+        &self,
+        command: ValidatedCommand,
+        reason: String,
+    ) -> Result<RunResult, ShellError> {
+        if self.require_kernel_enforcement {
+            return Err(ShellError::KernelEnforcement {
+                message: format!(
+                    "refused to run: the policy sets `require_kernel_enforcement`, and commands cannot get their private view here ({reason}); nothing ran. Run where user namespaces are available, or lift the requirement"
+                ),
+            });
+        }
         let spawn_error = |source: std::io::Error| match KernelRefusal::from_io_error(&source) {
             Some(refusal) => ShellError::KernelEnforcement {
                 message: refusal.to_string(),
@@ -99,76 +193,44 @@ impl ShellPolicy {
         cmd.args(command.argv.iter().skip(1))
             .current_dir(&command.cwd)
             .env_clear()
-            .envs(command.env.iter().map(|(k, v)| (k, v)))
-            .stdin(if command.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        cmd.process_group(0);
-
+            .envs(command.env.iter().map(|(k, v)| (k, v)));
+        prepare(&mut cmd, command.stdin.is_some());
         let rules = self.kernel_rules(&command);
         let started = Instant::now();
-        let (mut child, enforced) =
-            kernel::spawn_confined(&mut cmd, &rules).map_err(spawn_error)?;
-        let group = child.id();
-        let mut stdin = child.stdin.take();
-        let input = command.stdin.clone().unwrap_or_default();
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
-        let mut out = Capture::new(self.max_output_bytes);
-        let mut err = Capture::new(self.max_output_bytes);
-
-        let finished = {
-            let waited = async {
-                let status = child.wait().await;
-                // Whatever the program left running in its group goes too, so
-                // the pipes close and nothing outlives the command.
-                kill_group(group);
-                status
-            };
-            let work = async {
-                let (status, (), (), ()) = tokio::join!(
-                    waited,
-                    feed(&mut stdin, &input),
-                    drain(&mut stdout, &mut out),
-                    drain(&mut stderr, &mut err)
-                );
-                status
-            };
-            tokio::time::timeout(command.timeout, work).await
+        let (child, landlock) = kernel::spawn_confined(&mut cmd, &rules).map_err(spawn_error)?;
+        let ran = supervise(
+            child,
+            command.stdin.as_deref(),
+            command.timeout,
+            self.max_output_bytes,
+        )
+        .await
+        .map_err(spawn_error)?;
+        let (enforced, enforced_reason) = match landlock {
+            Enforcement::Full => (
+                Enforcement::Partial {
+                    abi: kernel::kernel_abi(),
+                },
+                format!("Landlock only: {reason}"),
+            ),
+            Enforcement::Partial { abi } => (
+                Enforcement::Partial { abi },
+                format!("Landlock ABI {abi} only: {reason}"),
+            ),
+            Enforcement::None => (
+                Enforcement::None,
+                format!("no kernel confinement: {reason}"),
+            ),
         };
-        let (status, timed_out) = match finished {
-            Ok(status) => (status.map_err(spawn_error)?, false),
-            Err(_elapsed) => {
-                // The leader is not reaped yet, so the group id is still ours.
-                kill_group(group);
-                let status = child.wait().await.map_err(spawn_error)?;
-                let _ = tokio::time::timeout(DRAIN_AFTER_KILL, async {
-                    tokio::join!(drain(&mut stdout, &mut out), drain(&mut stderr, &mut err))
-                })
-                .await;
-                (status, true)
-            }
-        };
-        Ok(RunResult {
-            exit: exit_of(status),
-            stdout: out.text(),
-            stderr: err.text(),
-            truncated: Truncated {
-                stdout: out.truncated,
-                stderr: err.truncated,
-            },
-            timed_out,
-            duration: started.elapsed(),
-            program: command.program,
-            argv: command.argv,
+        Ok(ran.to_result(
+            started,
+            command.program,
+            command.argv,
+            exit_of(ran.status),
             enforced,
-        })
+            Some(enforced_reason),
+            None,
+        ))
     }
 
     /// [`ShellPolicy::run`] on a private single-threaded runtime, for hosts
@@ -209,6 +271,112 @@ impl ShellPolicy {
             self.require_kernel_enforcement,
         )
     }
+}
+
+/// Pipes for the output, stdin piped (when given) or closed, killed when
+/// dropped, in a new process group.
+pub(crate) fn prepare(cmd: &mut tokio::process::Command, stdin: bool) {
+    cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+}
+
+/// How a supervised process ended, and what it wrote.
+pub(crate) struct Ran {
+    pub(crate) status: std::process::ExitStatus,
+    pub(crate) out: Capture,
+    pub(crate) err: Capture,
+    pub(crate) timed_out: bool,
+}
+
+impl Ran {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn to_result(
+        &self,
+        started: Instant,
+        program: PathBuf,
+        argv: Vec<String>,
+        exit: Exit,
+        enforced: Enforcement,
+        enforced_reason: Option<String>,
+        changes: Option<Changes>,
+    ) -> RunResult {
+        RunResult {
+            exit,
+            stdout: self.out.text(),
+            stderr: self.err.text(),
+            truncated: Truncated {
+                stdout: self.out.truncated,
+                stderr: self.err.truncated,
+            },
+            timed_out: self.timed_out,
+            duration: started.elapsed(),
+            program,
+            argv,
+            enforced,
+            enforced_reason,
+            changes,
+        }
+    }
+}
+
+/// Feeds stdin, drains the output under the caps, waits; when the process
+/// ends, kills what is left of its group; on timeout kills the whole group.
+pub(crate) async fn supervise(
+    mut child: tokio::process::Child,
+    input: Option<&[u8]>,
+    timeout: Duration,
+    max_output_bytes: u64,
+) -> std::io::Result<Ran> {
+    let group = child.id();
+    let mut stdin = child.stdin.take();
+    let input = input.unwrap_or_default();
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let mut out = Capture::new(max_output_bytes);
+    let mut err = Capture::new(max_output_bytes);
+
+    let finished = {
+        let waited = async {
+            let status = child.wait().await;
+            // Whatever the program left running in its group goes too, so
+            // the pipes close and nothing outlives the command.
+            kill_group(group);
+            status
+        };
+        let work = async {
+            let (status, (), (), ()) = tokio::join!(
+                waited,
+                feed(&mut stdin, input),
+                drain(&mut stdout, &mut out),
+                drain(&mut stderr, &mut err)
+            );
+            status
+        };
+        tokio::time::timeout(timeout, work).await
+    };
+    let (status, timed_out) = match finished {
+        Ok(status) => (status?, false),
+        Err(_elapsed) => {
+            // The leader is not reaped yet, so the group id is still ours.
+            kill_group(group);
+            let status = child.wait().await?;
+            let _ = tokio::time::timeout(DRAIN_AFTER_KILL, async {
+                tokio::join!(drain(&mut stdout, &mut out), drain(&mut stderr, &mut err))
+            })
+            .await;
+            (status, true)
+        }
+    };
+    Ok(Ran {
+        status,
+        out,
+        err,
+        timed_out,
+    })
 }
 
 fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -254,7 +422,7 @@ fn kill_group(leader: Option<u32>) {
     let _ = leader;
 }
 
-fn exit_of(status: std::process::ExitStatus) -> Exit {
+pub(crate) fn exit_of(status: std::process::ExitStatus) -> Exit {
     #[cfg(unix)]
     {
         use std::os::unix::process::ExitStatusExt;

@@ -46,6 +46,14 @@ pub struct CommandOutput {
     pub program: String,
     /// What the kernel enforced on the child: `full`, `partial (abi N)`, `none`.
     pub enforced: String,
+    /// Why `enforced` is not `full`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforced_reason: Option<String>,
+    /// The command's writes: `applied` (landed) and `refused` (dropped, each
+    /// with its rule and reason). Absent when the command ran without its
+    /// private view (then its writes landed unjudged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changes: Option<agentcaps::shell::Changes>,
 }
 
 impl From<RunResult> for CommandOutput {
@@ -67,6 +75,8 @@ impl From<RunResult> for CommandOutput {
             argv: result.argv,
             program: result.program.display().to_string(),
             enforced: result.enforced.to_string(),
+            enforced_reason: result.enforced_reason,
+            changes: result.changes,
         }
     }
 }

@@ -125,6 +125,71 @@ impl Beneath {
         self.stage_in(&target, dir, name, bytes)
     }
 
+    /// [`Beneath::stage`] with the new file's permission bits given
+    /// (`mode & 0o777`: set-user-ID, set-group-ID and sticky bits are never
+    /// applied) instead of taken from the file it replaces.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`].
+    pub fn stage_with_mode(
+        &self,
+        base: &Path,
+        spelling: &str,
+        bytes: &[u8],
+        mode: u32,
+    ) -> Result<Staged, PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let (dir, name) = self.parent(&target)?;
+        let existing = sys::stat_at(&dir, &name).ok();
+        if existing.is_some_and(|st| st.kind == EntryKind::Dir) {
+            return Err(changed(
+                &target.spelling,
+                &target.location,
+                "it is a directory",
+            ));
+        }
+        let replaces_len = existing
+            .filter(|st| st.kind == EntryKind::File)
+            .map_or(0, |st| st.len);
+        let temp = self.write_temp(&dir, mode & 0o777, bytes, &target.location)?;
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location.clone(),
+            replaces_len,
+        })
+    }
+
+    /// Stage a symbolic link to `link_target` beside the target, to be put
+    /// in place like a staged file ([`Beneath::commit_new`],
+    /// [`Beneath::replace`]). The link's own location is judged for
+    /// writing (a link already there is not followed); where it points is
+    /// the caller's to judge.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`]; on Windows, always (links are not created).
+    pub fn stage_symlink(
+        &self,
+        base: &Path,
+        spelling: &str,
+        link_target: &Path,
+    ) -> Result<Staged, PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
+        let (dir, name) = self.parent(&target)?;
+        let (temp, ()) = with_temp_name(|temp| sys::symlink_at(&dir, link_target, temp))
+            .map_err(|failed| io("symlink", &target.location, failed))?;
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location,
+            replaces_len: 0,
+        })
+    }
+
     pub(super) fn stage_in(
         &self,
         target: &Target,

@@ -125,6 +125,7 @@
 
 mod enforcement;
 mod rules;
+pub mod view;
 
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod confiner;
@@ -155,7 +156,7 @@ pub fn kernel_abi() -> u8 {
 /// The ABI level `rules` would be enforced with here: the kernel's, capped
 /// by [`KernelRules::max_abi`] and by [`FULL_ABI`] (later features are not
 /// requested).
-fn planned_level(rules: &KernelRules) -> u8 {
+pub(crate) fn planned_level(rules: &KernelRules) -> u8 {
     let cap = rules.max_abi.unwrap_or(FULL_ABI);
     kernel_abi().min(cap).min(FULL_ABI)
 }

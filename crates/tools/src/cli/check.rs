@@ -69,22 +69,33 @@ pub(crate) fn shell(args: &ShellArgs) -> Outcome {
         Err(outcome) => return outcome,
     };
     let rules = policy.kernel_rules(&validated);
-    let enforced = kernel::would_enforce(&rules);
+    let (enforced, reason) = policy.planned_enforcement(&validated);
     let argv = serde_json::to_string(&validated.argv()).unwrap_or_default();
+    let why = reason
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
     let outcome = if rules.require && !enforced.is_full() {
         Outcome::refused(
             kernel::KernelRefusal::RULE,
             format!(
-                "{argv} would not run: require_kernel_enforcement is set and the kernel would enforce only `{enforced}` (full needs Landlock ABI {}).",
-                kernel::FULL_ABI
+                "{argv} would not run: require_kernel_enforcement is set and enforcement here would be only `{enforced}`{why}.",
             ),
         )
     } else {
-        Outcome::allowed(format!("allow  {argv}\nkernel enforcement: {enforced}"))
+        let mode = if reason.is_none() || enforced.is_full() {
+            "private view, judged write-back, Landlock"
+        } else {
+            "fallback"
+        };
+        Outcome::allowed(format!(
+            "allow  {argv}\nkernel enforcement: {enforced}{why}\nmode: {mode}"
+        ))
     };
     outcome
         .with("argv", json!(validated.argv()))
         .with("enforced", json!(enforced.to_string()))
+        .with("enforced_reason", json!(reason))
 }
 
 /// `check url`: resolve and judge every address, without connecting.

@@ -53,6 +53,17 @@ pub(crate) fn run(args: &ShellArgs) -> Outcome {
             if result.timed_out {
                 eprintln!("agentcaps: the command timed out and was killed");
             }
+            if let Some(changes) = &result.changes {
+                for refused in &changes.refused {
+                    eprintln!(
+                        "agentcaps: did not apply {} of {} (rule {}): {}",
+                        refused.action, refused.path, refused.rule, refused.reason
+                    );
+                }
+            }
+            if let Some(reason) = &result.enforced_reason {
+                eprintln!("agentcaps: enforcement {}: {reason}", result.enforced);
+            }
             if text.ends_with('\n') {
                 text.pop();
             }

@@ -229,6 +229,11 @@ pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed>
     rustix::fs::linkat(&dir.0, from, &dir.0, to, AtFlags::empty()).map_err(failed)
 }
 
+/// Creates the symbolic link `name` in `dir`, pointing to `target`.
+pub(crate) fn symlink_at(dir: &Dir, target: &Path, name: &OsStr) -> Result<(), Failed> {
+    rustix::fs::symlinkat(target, &dir.0, name).map_err(failed)
+}
+
 /// Removes the file (or link) `name` from `dir`.
 pub(crate) fn remove_file_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
     rustix::fs::unlinkat(&dir.0, name, AtFlags::empty()).map_err(failed)

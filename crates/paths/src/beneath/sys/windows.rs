@@ -258,6 +258,18 @@ pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed>
     std::fs::hard_link(dir.path.join(from), dir.path.join(to)).map_err(failed)
 }
 
+/// Symbolic links are not created on Windows (they need a privilege or
+/// developer mode, and a file or directory kind chosen up front).
+pub(crate) fn symlink_at(_dir: &Dir, _target: &Path, _name: &OsStr) -> Result<(), Failed> {
+    Err(Failed::new(
+        Why::Unsupported,
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "symbolic links are not created on Windows",
+        ),
+    ))
+}
+
 /// Removes the file (or link) `name` from `dir`.
 pub(crate) fn remove_file_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
     std::fs::remove_file(dir.path.join(name)).map_err(failed)

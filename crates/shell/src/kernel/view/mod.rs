@@ -1,0 +1,100 @@
+//! The private view a command runs in (Linux): its own user, mount, PID,
+//! IPC and network namespaces, a fresh root holding only the runtime
+//! (read-only), a minimal `/dev`, a fresh `/proc`, a private `/tmp`, the
+//! read-only roots read-only and each writable root as an overlay whose
+//! upper layer is a private staging directory; blocked entries masked.
+//!
+//! Namespaces are set up by a process of their own (a process with threads
+//! cannot enter a new user namespace, and this crate uses no `unsafe` and
+//! no `pre_exec` hook): the **view helper**. Any binary can be it — it
+//! only has to call [`dispatch`] first thing in `main`:
+//!
+//! ```no_run
+//! // First thing in `main`: runs the helper and exits when started as
+//! // one; otherwise remembers this executable as the helper.
+//! agentcaps_shell::kernel::view::dispatch();
+//! ```
+//!
+//! The `agentcaps` binary does; this crate also builds a tiny one,
+//! `agentcaps-view`. A host can name the helper explicitly with
+//! [`ShellPolicyBuilder::view_helper`](crate::ShellPolicyBuilder::view_helper)
+//! or [`set_default_helper`]. With no helper known, commands run with the
+//! fallback confinement, and the result says `partial` and why.
+//!
+//! # Seams for what runs beside the command
+//!
+//! A network proxy (or any service a command should reach) plugs in as a
+//! [`Mount::Bind`](spec::Mount) of a UNIX socket into the view, prepared by
+//! the runner before the helper starts; the helper itself needs no change.
+
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod helper;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+pub(crate) mod plan;
+pub(crate) mod spec;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+pub(crate) mod staging;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The first argument that starts a process as the view helper (its outer
+/// stage): `HELPER_ARG staging-dir`.
+pub const HELPER_ARG: &str = "__agentcaps-view";
+/// The first argument of the helper's inner stage.
+pub(crate) const INNER_ARG: &str = "__agentcaps-view-init";
+
+static DEFAULT_HELPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// If this process was started as the view helper, runs it and exits;
+/// otherwise remembers this executable as the helper (unless one was set
+/// already) and returns. Call it first thing in `main`, before any thread
+/// starts.
+pub fn dispatch() {
+    let mut args = std::env::args_os().skip(1);
+    if let Some(stage) = args.next()
+        && let Some(code) = run_if_helper(&stage, args.next())
+    {
+        std::process::exit(code);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = DEFAULT_HELPER.set(exe);
+    }
+}
+
+/// Runs the helper stage `stage` names for `staging`, if `stage` is one of
+/// the helper's arguments; returns its exit code. For binaries that parse
+/// their arguments themselves.
+pub fn run_if_helper(stage: &OsString, staging: Option<OsString>) -> Option<i32> {
+    let stage = stage.to_str()?;
+    if stage != HELPER_ARG && stage != INNER_ARG {
+        return None;
+    }
+    let Some(staging) = staging else {
+        eprintln!("{stage}: the staging directory is missing");
+        return Some(125);
+    };
+    #[cfg(all(feature = "landlock", target_os = "linux"))]
+    {
+        Some(helper::main(stage, Path::new(&staging)))
+    }
+    #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+    {
+        let _ = staging;
+        eprintln!("{stage}: the private view exists on Linux only, with the `landlock` feature");
+        Some(125)
+    }
+}
+
+/// Sets the helper executable used when a policy names none (the first
+/// call wins, and [`dispatch`] counts as one).
+pub fn set_default_helper(path: impl Into<PathBuf>) {
+    let _ = DEFAULT_HELPER.set(path.into());
+}
+
+/// The helper used when a policy names none, if any is known.
+#[must_use]
+pub fn default_helper() -> Option<&'static Path> {
+    DEFAULT_HELPER.get().map(PathBuf::as_path)
+}

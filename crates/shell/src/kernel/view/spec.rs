@@ -1,0 +1,110 @@
+//! What the runner hands the view helper: the mounts that make the view,
+//! the command, and the second wall. Written as JSON into the run's staging
+//! directory; the helper writes its [`Outcome`] beside it.
+
+use std::path::PathBuf;
+
+/// One step of building the view, in order. Every `target` is the path the
+/// entry has inside the view (and so, before the view's root is entered,
+/// beneath the new root directory).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub(crate) enum Mount {
+    /// Bind `source` (a file or a directory) at `target`, read-only unless
+    /// `writable` (devices).
+    Bind {
+        /// The host path.
+        source: PathBuf,
+        /// Where it appears in the view.
+        target: PathBuf,
+        /// Leave it writable (only the few devices are).
+        writable: bool,
+    },
+    /// A fresh, private `tmpfs` (`/tmp`, `/dev`, `/dev/shm`).
+    Tmpfs {
+        /// Where it appears in the view.
+        target: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// A symbolic link created in the view (`/bin -> usr/bin`).
+    Symlink {
+        /// Where it appears in the view.
+        target: PathBuf,
+        /// What it points to.
+        points_to: PathBuf,
+    },
+    /// A private `devpts` instance, with `/dev/ptmx` pointing into it.
+    Devpts {
+        /// Where it appears in the view (`/dev/pts`).
+        target: PathBuf,
+    },
+    /// A fresh `proc` for the view's own PID namespace.
+    Proc {
+        /// Where it appears in the view (`/proc`).
+        target: PathBuf,
+    },
+    /// A root of the path policy: the real tree below the mask layer (the
+    /// blocked entries as whiteouts and opaque directories), and for a
+    /// writable root a private staging directory above, which records
+    /// every change. A read-only root without masks is a read-only bind.
+    Overlay {
+        /// The real directory (also where it appears in the view).
+        target: PathBuf,
+        /// The mask layer, when something in the root is masked.
+        masks: Option<PathBuf>,
+        /// Upper and work directories, for a writable root.
+        upper: Option<(PathBuf, PathBuf)>,
+    },
+}
+
+/// What the helper needs to build the view and start the command.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ViewSpec {
+    /// The directory the new root is built on (inside the staging dir).
+    pub(crate) new_root: PathBuf,
+    /// The steps, in order.
+    pub(crate) mounts: Vec<Mount>,
+    /// A private network namespace (only loopback) for the command.
+    pub(crate) private_network: bool,
+    /// The resolved program.
+    pub(crate) program: PathBuf,
+    /// The argv (`argv[0]` as the program sees it).
+    pub(crate) argv: Vec<String>,
+    /// The working directory, inside the view.
+    pub(crate) cwd: PathBuf,
+    /// The whole environment of the command.
+    pub(crate) env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    /// Landlock inside the view: directories to read and execute beneath.
+    pub(crate) landlock_read: Vec<PathBuf>,
+    /// Landlock inside the view: directories to write beneath.
+    pub(crate) landlock_write: Vec<PathBuf>,
+    /// The highest Landlock ABI to use (`Some(0)`: none).
+    pub(crate) max_abi: Option<u8>,
+}
+
+/// How the helper's run ended, as it writes it into the staging dir.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Outcome {
+    /// The namespaces could not be created here: nothing ran, and the
+    /// runner may fall back to confinement without a view.
+    Unavailable(String),
+    /// The view could not be built, or the command could not be started:
+    /// nothing ran.
+    Failed(String),
+    /// The program could not be started (`io::ErrorKind` as text, message).
+    SpawnFailed(String, String),
+    /// The command exited with this code.
+    Exited(i32),
+    /// The command was killed by this signal.
+    Signaled(i32),
+}
+
+/// The name of the spec file in a staging dir.
+pub(crate) const SPEC_FILE: &str = "spec.json";
+/// The name of the outcome file in a staging dir.
+pub(crate) const OUTCOME_FILE: &str = "outcome.json";
+/// The name of the file holding the inner stage's process id (as the
+/// host sees it).
+pub(crate) const INNER_PID_FILE: &str = "inner.pid";

@@ -1,0 +1,296 @@
+//! Running a command in its private view, then judging and committing its
+//! writes (Linux).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::error::ShellError;
+use crate::kernel::view::plan::{Layer, Request, plan};
+use crate::kernel::view::spec::{INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
+use crate::kernel::view::staging::{Staging, default_base};
+use crate::kernel::view::{HELPER_ARG, default_helper};
+use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
+use crate::policy::ShellPolicy;
+use crate::request::ValidatedCommand;
+use crate::runner::{Exit, RunResult, exit_of, prepare, supervise};
+use crate::writeback::{self, Changes, CommitFault, RefusedChange, RootOps};
+
+/// How long to wait, after a timeout, for the view's processes to be gone.
+const GONE_AFTER_KILL: Duration = Duration::from_secs(5);
+
+/// A run in the view, or why there was none.
+pub(crate) enum InView {
+    /// The command ran in its view.
+    Ran(Box<RunResult>),
+    /// No view here; nothing ran.
+    Unavailable(String),
+}
+
+/// Set once the helper found that namespaces cannot be created here: later
+/// runs go straight to the fallback.
+static UNAVAILABLE: Mutex<Option<String>> = Mutex::new(None);
+
+impl ShellPolicy {
+    /// The helper to run the view with, or why there is no view.
+    pub(crate) fn view_helper(&self) -> Result<PathBuf, String> {
+        if !self.view.enabled {
+            return Err("the host turned the private view off".to_owned());
+        }
+        if self.paths.is_none() {
+            return Err("the shell has no path policy, so files are not confined".to_owned());
+        }
+        if let Some(reason) = UNAVAILABLE.lock().ok().and_then(|u| u.clone()) {
+            return Err(reason);
+        }
+        self.view
+            .helper
+            .clone()
+            .or_else(|| default_helper().map(Path::to_path_buf))
+            .ok_or_else(|| {
+                "no view helper is configured (the host calls `agentcaps_shell::kernel::view::dispatch()` in main or names one with `view_helper`)".to_owned()
+            })
+    }
+
+    /// Runs `command` in its view with `helper`.
+    pub(crate) async fn run_in_view(
+        &self,
+        command: &ValidatedCommand,
+        helper: &Path,
+    ) -> Result<InView, ShellError> {
+        let Some(paths) = self.paths.as_ref() else {
+            return Ok(InView::Unavailable("no path policy".to_owned()));
+        };
+        let base = self.view.staging.clone().unwrap_or_else(default_base);
+        let staging = match Staging::create(&base) {
+            Ok(staging) => staging,
+            Err(error) => {
+                return Ok(InView::Unavailable(format!(
+                    "the staging directory {} cannot be made ({error})",
+                    base.display()
+                )));
+            }
+        };
+        let env = command.env.clone();
+        let max_abi = None;
+        let request = Request {
+            program: &command.program,
+            argv: &command.argv,
+            cwd: &command.cwd,
+            env: &env,
+            private_network: !self.allow_network,
+            max_abi,
+        };
+        let planned = match plan(paths, &request, &staging) {
+            Ok(planned) => planned,
+            Err(reason) => return Ok(InView::Unavailable(reason)),
+        };
+        let spec = serde_json::to_vec(&planned.spec).map_err(|e| spawn_io(helper, e.into()))?;
+        std::fs::write(staging.path().join(SPEC_FILE), spec).map_err(|e| spawn_io(helper, e))?;
+
+        let mut cmd = tokio::process::Command::new(helper);
+        cmd.arg(HELPER_ARG)
+            .arg(staging.path())
+            .env_clear()
+            .current_dir("/");
+        prepare(&mut cmd, command.stdin.is_some());
+        let started = Instant::now();
+        let child = cmd.spawn().map_err(|e| spawn_io(helper, e))?;
+        let ran = supervise(
+            child,
+            command.stdin.as_deref(),
+            command.timeout,
+            self.max_output_bytes,
+        )
+        .await
+        .map_err(|e| spawn_io(helper, e))?;
+        if ran.timed_out {
+            wait_until_gone(staging.path()).await;
+        }
+        let outcome = std::fs::read(staging.path().join(OUTCOME_FILE))
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Outcome>(&text).ok());
+        let exit = match outcome {
+            Some(Outcome::Exited(code)) => Exit::Code(code),
+            Some(Outcome::Signaled(signal)) => Exit::Signal(signal),
+            Some(Outcome::Unavailable(reason)) => {
+                if let Ok(mut unavailable) = UNAVAILABLE.lock() {
+                    *unavailable = Some(reason.clone());
+                }
+                return Ok(InView::Unavailable(reason));
+            }
+            Some(Outcome::Failed(reason)) if !ran.timed_out => {
+                return Ok(InView::Unavailable(format!(
+                    "the private view could not be built here: {reason}"
+                )));
+            }
+            Some(Outcome::SpawnFailed(kind, message)) => {
+                return Err(ShellError::Spawn {
+                    program: command.program.clone(),
+                    source: std::io::Error::new(kind_of(&kind), message),
+                });
+            }
+            _ if ran.timed_out => Exit::Signal(9),
+            _ => exit_of(ran.status),
+        };
+        let changes = self.write_back(paths, &planned.layers, &command.cwd);
+        let rules = KernelRules::from_policy(Some(paths), &command.program, true, false);
+        let landlock = kernel::would_enforce(&rules);
+        let (enforced, reason) = match landlock {
+            Enforcement::Full => (Enforcement::Full, None),
+            Enforcement::Partial { abi } => (
+                Enforcement::Partial { abi },
+                Some(format!(
+                    "the kernel offers Landlock ABI {abi}; the second wall needs ABI {FULL_ABI}"
+                )),
+            ),
+            Enforcement::None => (
+                Enforcement::Partial { abi: 0 },
+                Some("the kernel has no Landlock: the private view holds alone".to_owned()),
+            ),
+        };
+        drop(staging);
+        Ok(InView::Ran(Box::new(ran.to_result(
+            started,
+            command.program.clone(),
+            command.argv.clone(),
+            exit,
+            enforced,
+            reason,
+            Some(changes),
+        ))))
+    }
+
+    /// Judges and commits the writes the command left in each writable
+    /// root's staging layer.
+    fn write_back(
+        &self,
+        paths: &agentcaps_paths::PathPolicy,
+        layers: &[Layer],
+        cwd: &Path,
+    ) -> Changes {
+        let mut changes = Changes::default();
+        let mut roots = Vec::new();
+        for layer in layers {
+            let entries = match writeback::scan(&layer.root, &layer.upper) {
+                Ok(entries) => entries,
+                Err(error) => {
+                    changes.refused.push(RefusedChange {
+                        path: crate::writeback::shown(&layer.root, cwd),
+                        action: crate::writeback::ChangeAction::Modify,
+                        rule: "staging-unreadable".to_owned(),
+                        reason: format!(
+                            "the command's changes could not be read ({error}); none of them landed"
+                        ),
+                    });
+                    continue;
+                }
+            };
+            let judged = writeback::judge(paths, &layer.root, &entries);
+            for refused in judged.refused {
+                changes
+                    .refused
+                    .push(writeback::refused_change(&layer.root, cwd, refused));
+            }
+            if !judged.ops.is_empty() {
+                roots.push(RootOps {
+                    root: &layer.root,
+                    ops: judged.ops,
+                });
+            }
+        }
+        if roots.is_empty() {
+            return changes;
+        }
+        let committed = paths
+            .open_beneath()
+            .map_err(|e| e.to_string())
+            .and_then(|beneath| {
+                writeback::commit(
+                    &beneath,
+                    &roots,
+                    cwd,
+                    self.view.commit_fault.map(CommitFault),
+                )
+            });
+        match committed {
+            Ok(applied) => changes.applied = applied,
+            Err(reason) => {
+                for root in &roots {
+                    for op in &root.ops {
+                        changes.refused.push(RefusedChange {
+                            path: crate::writeback::shown(&root.root.join(op.rel()), cwd),
+                            action: op.action(),
+                            rule: "commit-failed".to_owned(),
+                            reason: format!("none of the command's changes landed: {reason}"),
+                        });
+                    }
+                }
+            }
+        }
+        changes
+    }
+}
+
+/// Whether this system lets unprivileged processes create user
+/// namespaces, as far as can be told without trying.
+pub(crate) fn namespaces_allowed() -> Result<(), String> {
+    if let Some(reason) = UNAVAILABLE.lock().ok().and_then(|u| u.clone()) {
+        return Err(reason);
+    }
+    let read = |path: &str| {
+        std::fs::read_to_string(path)
+            .ok()
+            .map(|t| t.trim().to_owned())
+    };
+    if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+        return Err(
+            "user namespaces are switched off here (user.max_user_namespaces = 0)".to_owned(),
+        );
+    }
+    if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+        return Err("unprivileged user namespaces are switched off here (kernel.unprivileged_userns_clone = 0)".to_owned());
+    }
+    Ok(())
+}
+
+fn spawn_io(helper: &Path, source: std::io::Error) -> ShellError {
+    ShellError::Spawn {
+        program: helper.to_path_buf(),
+        source,
+    }
+}
+
+fn kind_of(text: &str) -> std::io::ErrorKind {
+    use std::io::ErrorKind as K;
+    match text {
+        "NotFound" => K::NotFound,
+        "PermissionDenied" => K::PermissionDenied,
+        "InvalidInput" => K::InvalidInput,
+        _ => K::Other,
+    }
+}
+
+/// After a timeout: waits until the view's first process (and so every
+/// process of its namespace) is gone or a zombie.
+async fn wait_until_gone(staging: &Path) {
+    let Some(pid) = std::fs::read_to_string(staging.join(INNER_PID_FILE))
+        .ok()
+        .and_then(|text| text.trim().parse::<u32>().ok())
+    else {
+        return;
+    };
+    let deadline = Instant::now() + GONE_AFTER_KILL;
+    while Instant::now() < deadline {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The state follows the command name in parentheses.
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z" | "X")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -1,0 +1,91 @@
+//! The changes a run reports: what landed and what was refused, and why.
+
+use std::fmt;
+
+/// What a command did to one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ChangeAction {
+    /// A new file, directory or symbolic link.
+    Create,
+    /// New content for an existing file (or a link replaced).
+    Modify,
+    /// An entry removed.
+    Delete,
+    /// An entry moved (reported as a delete and a create where the view
+    /// cannot tell).
+    Rename,
+    /// Permission bits changed.
+    Mode,
+    /// A symbolic or hard link.
+    Link,
+}
+
+impl ChangeAction {
+    /// The word used in results: `create`, `modify`, `delete`, `rename`,
+    /// `mode` or `link`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Modify => "modify",
+            Self::Delete => "delete",
+            Self::Rename => "rename",
+            Self::Mode => "mode",
+            Self::Link => "link",
+        }
+    }
+}
+
+impl fmt::Display for ChangeAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A change that landed in the real tree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Change {
+    /// Relative to the working directory when beneath it, absolute
+    /// otherwise.
+    pub path: String,
+    /// What was done.
+    pub action: ChangeAction,
+}
+
+/// A change that was dropped: it never reached the real tree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct RefusedChange {
+    /// Relative to the working directory when beneath it, absolute
+    /// otherwise. A directory stands for everything under it.
+    pub path: String,
+    /// What the command did.
+    pub action: ChangeAction,
+    /// The rule that refused it (`write-protected`, `blocked`,
+    /// `not-portable`, `link-outside-roots`, `special-file`, `set-id`,
+    /// `hard-link`, `read-only`, `outside-roots`, `commit-failed`, ...).
+    pub rule: String,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+/// What a command's writes came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct Changes {
+    /// The changes committed to the real tree.
+    pub applied: Vec<Change>,
+    /// The changes dropped, each with its rule.
+    pub refused: Vec<RefusedChange>,
+}
+
+impl Changes {
+    /// Whether the command changed nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.applied.is_empty() && self.refused.is_empty()
+    }
+}

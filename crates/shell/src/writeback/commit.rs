@@ -1,0 +1,336 @@
+//! Committing the allowed changes of one command, all or none.
+//!
+//! 1. Create the new directories (parents first).
+//! 2. Stage every new content as a temporary file (or link) beside its
+//!    target. A failure here removes what was staged and created: the real
+//!    tree is as it was.
+//! 3. In order: exchange each staged file with the file it replaces (kept
+//!    aside under a temporary name), rename each new one into place
+//!    (refusing one that appeared meanwhile), move each deleted entry
+//!    aside. A failure here puts every file kept aside back, removes every
+//!    new one and the new directories, newest first.
+//! 4. Once all is in place, the files kept aside are removed, then the
+//!    directories deleted whole.
+
+use std::path::{Path, PathBuf};
+
+use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
+
+/// Why a commit failed (the real tree is as it was).
+pub(crate) type Failure = String;
+
+fn failed(error: PathError) -> Failure {
+    error.to_string()
+}
+
+fn io_failed(op: &str, path: &Path, error: &std::io::Error) -> Failure {
+    format!("{op} {}: {error}", path.display())
+}
+
+use super::changes::Change;
+use super::judge::{Op, shown};
+
+/// Test seam: make the commit fail just before its `n`-th step that
+/// touches the real tree (staging included), as a full disk or a vanished
+/// directory would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CommitFault(pub(crate) usize);
+
+/// One root's allowed changes.
+pub(crate) struct RootOps<'a> {
+    /// The root.
+    pub(crate) root: &'a Path,
+    /// Its changes, parents before children.
+    pub(crate) ops: Vec<Op>,
+}
+
+/// What was done so far, to undo on failure.
+#[derive(Default)]
+struct Undo {
+    dirs: Vec<(PathBuf, String)>,
+    created: Vec<(PathBuf, String)>,
+    aside: Vec<SetAside>,
+}
+
+struct Steps {
+    taken: usize,
+    fault: Option<CommitFault>,
+}
+
+impl Steps {
+    fn next(&mut self) -> Result<(), Failure> {
+        self.taken += 1;
+        if self.fault.is_some_and(|CommitFault(n)| n == self.taken) {
+            return Err("the commit failed: a fault injected by a test".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Commits every root's changes; on success the changes as reported, on
+/// failure the error (and the real tree as it was).
+pub(crate) fn commit(
+    beneath: &Beneath,
+    roots: &[RootOps<'_>],
+    cwd: &Path,
+    fault: Option<CommitFault>,
+) -> Result<Vec<Change>, Failure> {
+    let mut undo = Undo::default();
+    let mut steps = Steps { taken: 0, fault };
+    match apply(beneath, roots, &mut undo, &mut steps) {
+        Ok(removed_dirs) => {
+            for aside in undo.aside {
+                let _ = beneath.release(aside);
+            }
+            for (root, rel) in removed_dirs.iter().rev() {
+                let _ = remove_tree(beneath, root, rel);
+            }
+            Ok(roots
+                .iter()
+                .flat_map(|r| {
+                    r.ops.iter().filter_map(|op| {
+                        // A delete that makes room for a new entry is part
+                        // of that entry's change.
+                        let replaced_by_next = matches!(op, Op::Delete { dir: false, .. })
+                            && r.ops.iter().filter(|o| o.rel() == op.rel()).count() > 1;
+                        (!replaced_by_next).then(|| Change {
+                            path: shown(&r.root.join(op.rel()), cwd),
+                            action: op.action(),
+                        })
+                    })
+                })
+                .collect())
+        }
+        Err(error) => {
+            for aside in undo.aside.into_iter().rev() {
+                let _ = beneath.restore(aside);
+            }
+            for (root, rel) in undo.created.iter().rev() {
+                let _ = beneath.remove_file(root, rel);
+            }
+            for (root, rel) in undo.dirs.iter().rev() {
+                let _ = beneath.remove_dir(root, rel);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Steps 1 to 3; returns the directories to remove in step 4.
+fn apply(
+    beneath: &Beneath,
+    roots: &[RootOps<'_>],
+    undo: &mut Undo,
+    steps: &mut Steps,
+) -> Result<Vec<(PathBuf, String)>, Failure> {
+    // 1. Directories.
+    for root in roots {
+        for op in &root.ops {
+            if let Op::CreateDir { rel } = op {
+                if replaced_first(&root.ops, rel) {
+                    continue;
+                }
+                steps.next()?;
+                beneath.create_dir_all(root.root, rel).map_err(failed)?;
+                undo.dirs.push((root.root.to_path_buf(), rel.clone()));
+            }
+        }
+    }
+    // 2. Staging.
+    let mut staged: Vec<Option<Staged>> = Vec::new();
+    let staging = stage_all(beneath, roots, steps, &mut staged);
+    if let Err(error) = staging {
+        for file in staged.into_iter().flatten() {
+            let _ = beneath.discard(file);
+        }
+        return Err(error);
+    }
+    // 3. In place.
+    let mut removed_dirs = Vec::new();
+    let mut staged = staged.into_iter();
+    let mut failure = None;
+    'roots: for root in roots {
+        for op in &root.ops {
+            let file = if matches!(op, Op::Write { .. } | Op::Symlink { .. }) {
+                staged.next().flatten()
+            } else {
+                None
+            };
+            if let Err(error) = place(beneath, root, op, file, undo, steps, &mut removed_dirs) {
+                failure = Some(error);
+                break 'roots;
+            }
+        }
+    }
+    if let Some(error) = failure {
+        for file in staged.flatten() {
+            let _ = beneath.discard(file);
+        }
+        return Err(error);
+    }
+    Ok(removed_dirs)
+}
+
+/// Whether a directory at `rel` is created only after the file there is
+/// removed (then it is created in step 3).
+fn replaced_first(ops: &[Op], rel: &str) -> bool {
+    ops.iter()
+        .any(|op| matches!(op, Op::Delete { rel: r, dir: false } if r == rel))
+}
+
+/// Whether the new entry at `rel` can only be staged once the entry there
+/// now is out of the way (staging would follow a link standing there).
+fn staged_late(ops: &[Op], rel: &str) -> bool {
+    replaced_first(ops, rel)
+}
+
+fn stage_all(
+    beneath: &Beneath,
+    roots: &[RootOps<'_>],
+    steps: &mut Steps,
+    staged: &mut Vec<Option<Staged>>,
+) -> Result<(), Failure> {
+    for root in roots {
+        for op in &root.ops {
+            match op {
+                Op::Write {
+                    rel,
+                    staged: from,
+                    mode,
+                    ..
+                } => {
+                    if staged_late(&root.ops, rel) {
+                        staged.push(None);
+                        continue;
+                    }
+                    steps.next()?;
+                    let bytes = std::fs::read(from)
+                        .map_err(|e| io_failed("read the staged copy", from, &e))?;
+                    staged.push(Some(
+                        beneath
+                            .stage_with_mode(root.root, rel, &bytes, *mode)
+                            .map_err(failed)?,
+                    ));
+                }
+                Op::Symlink { rel, target, .. } => {
+                    if staged_late(&root.ops, rel) {
+                        staged.push(None);
+                        continue;
+                    }
+                    steps.next()?;
+                    staged.push(Some(
+                        beneath
+                            .stage_symlink(root.root, rel, target)
+                            .map_err(failed)?,
+                    ));
+                }
+                Op::CreateDir { .. } | Op::Delete { .. } => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+fn place(
+    beneath: &Beneath,
+    root: &RootOps<'_>,
+    op: &Op,
+    file: Option<Staged>,
+    undo: &mut Undo,
+    steps: &mut Steps,
+    removed_dirs: &mut Vec<(PathBuf, String)>,
+) -> Result<(), Failure> {
+    let base = root.root;
+    let staged_now = |steps: &mut Steps| -> Result<Staged, Failure> {
+        steps.next()?;
+        match op {
+            Op::Write {
+                rel, staged, mode, ..
+            } => {
+                let bytes = std::fs::read(staged)
+                    .map_err(|e| io_failed("read the staged copy", staged, &e))?;
+                beneath
+                    .stage_with_mode(base, rel, &bytes, *mode)
+                    .map_err(failed)
+            }
+            Op::Symlink { rel, target, .. } => {
+                beneath.stage_symlink(base, rel, target).map_err(failed)
+            }
+            Op::CreateDir { rel } | Op::Delete { rel, .. } => {
+                Err(format!("nothing to stage for {rel}"))
+            }
+        }
+    };
+    match op {
+        Op::CreateDir { rel } => {
+            if replaced_first(&root.ops, rel) {
+                steps.next()?;
+                beneath.create_dir_all(base, rel).map_err(failed)?;
+                undo.dirs.push((base.to_path_buf(), rel.clone()));
+            }
+        }
+        Op::Write { rel, replace, .. } | Op::Symlink { rel, replace, .. } => {
+            let file = match file {
+                Some(file) => file,
+                None => staged_now(steps)?,
+            };
+            steps.next()?;
+            if *replace {
+                undo.aside.push(beneath.replace(file).map_err(failed)?);
+            } else {
+                beneath.commit_new(file).map_err(failed)?;
+                undo.created.push((base.to_path_buf(), rel.clone()));
+            }
+        }
+        Op::Delete { rel, dir: false } => {
+            steps.next()?;
+            undo.aside
+                .push(beneath.set_aside(base, rel).map_err(failed)?);
+        }
+        Op::Delete { rel, dir: true } => {
+            set_aside_tree(beneath, base, rel, undo, steps)?;
+            removed_dirs.push((base.to_path_buf(), rel.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Moves aside every file beneath the directory `rel` (the directories
+/// themselves are removed once everything is in place).
+fn set_aside_tree(
+    beneath: &Beneath,
+    base: &Path,
+    rel: &str,
+    undo: &mut Undo,
+    steps: &mut Steps,
+) -> Result<(), Failure> {
+    for entry in beneath.list(base, rel).map_err(failed)? {
+        let Some(name) = entry.name.to_str() else {
+            return Err(format!(
+                "{}: an entry whose name is not UTF-8 cannot be removed",
+                base.join(rel).display()
+            ));
+        };
+        let child = format!("{rel}/{name}");
+        if entry.kind == agentcaps_paths::EntryKind::Dir {
+            set_aside_tree(beneath, base, &child, undo, steps)?;
+        } else {
+            steps.next()?;
+            undo.aside
+                .push(beneath.set_aside(base, &child).map_err(failed)?);
+        }
+    }
+    Ok(())
+}
+
+/// Removes the (now empty of files) directory tree at `rel`, deepest first.
+fn remove_tree(beneath: &Beneath, base: &Path, rel: &str) -> Result<(), Failure> {
+    for entry in beneath.list(base, rel).map_err(failed)? {
+        if entry.kind == agentcaps_paths::EntryKind::Dir
+            && let Some(name) = entry.name.to_str()
+        {
+            remove_tree(beneath, base, &format!("{rel}/{name}"))?;
+        }
+    }
+    beneath.remove_dir(base, rel).map_err(failed)
+}

@@ -1,0 +1,436 @@
+//! Judging each change of a writable root as a write the agent asked for.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
+
+use super::changes::{ChangeAction, RefusedChange};
+use super::scan::{Entry, Lower, Upper, lower_at};
+
+/// One allowed change, as the commit performs it. `rel` is relative to
+/// the root and valid UTF-8 (others are refused as not portable).
+#[derive(Debug, Clone)]
+pub(crate) enum Op {
+    /// Create a directory (its parents exist or come first).
+    CreateDir {
+        /// Relative to the root.
+        rel: String,
+    },
+    /// Put the staged file's content (with `mode & 0o777`) at `rel`.
+    Write {
+        /// Relative to the root.
+        rel: String,
+        /// The staged file.
+        staged: PathBuf,
+        /// Permission bits to give it.
+        mode: u32,
+        /// A file is there now (it is replaced).
+        replace: bool,
+        /// How the change is reported.
+        action: ChangeAction,
+    },
+    /// Put a symbolic link to `target` at `rel`.
+    Symlink {
+        /// Relative to the root.
+        rel: String,
+        /// Where it points.
+        target: PathBuf,
+        /// A link is there now (it is replaced).
+        replace: bool,
+    },
+    /// Remove the entry at `rel` (a directory: with everything beneath).
+    Delete {
+        /// Relative to the root.
+        rel: String,
+        /// It is a directory.
+        dir: bool,
+    },
+}
+
+impl Op {
+    /// The path relative to the root.
+    pub(crate) fn rel(&self) -> &str {
+        match self {
+            Self::CreateDir { rel }
+            | Self::Write { rel, .. }
+            | Self::Symlink { rel, .. }
+            | Self::Delete { rel, .. } => rel,
+        }
+    }
+
+    /// How the change is reported.
+    pub(crate) fn action(&self) -> ChangeAction {
+        match self {
+            Self::CreateDir { .. } => ChangeAction::Create,
+            Self::Write { action, .. } => *action,
+            Self::Symlink { .. } => ChangeAction::Link,
+            Self::Delete { .. } => ChangeAction::Delete,
+        }
+    }
+}
+
+/// The verdicts on one root's changes.
+#[derive(Debug, Default)]
+pub(crate) struct Judged {
+    /// The allowed changes, parents before children.
+    pub(crate) ops: Vec<Op>,
+    /// The refused ones (path relative to the root for now), each with its
+    /// rule and reason.
+    pub(crate) refused: Vec<(PathBuf, ChangeAction, String, String)>,
+}
+
+type Refusal = (String, String);
+
+fn refusal(error: &PathError) -> Refusal {
+    (error.rule().to_owned(), error.to_string())
+}
+
+/// Judge every entry of one root's staging layer.
+pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judged {
+    let mut judged = Judged::default();
+    let copied_up_links = links_to_existing_files(entries);
+    // Directories refused whole: nothing beneath them is looked at again.
+    let mut refused_dirs: Vec<PathBuf> = Vec::new();
+    for entry in entries {
+        if refused_dirs.iter().any(|dir| entry.rel.starts_with(dir)) {
+            continue;
+        }
+        let mut refuse = |action: ChangeAction, (rule, reason): Refusal| {
+            judged
+                .refused
+                .push((entry.rel.clone(), action, rule, reason));
+        };
+        let Some(rel) = entry.rel.to_str().map(str::to_owned) else {
+            let action = if entry.lower == Lower::Absent {
+                ChangeAction::Create
+            } else {
+                ChangeAction::Modify
+            };
+            refuse(
+                action,
+                (
+                    "not-portable".to_owned(),
+                    "the name is not valid UTF-8".to_owned(),
+                ),
+            );
+            if matches!(entry.upper, Upper::Dir { .. }) {
+                refused_dirs.push(entry.rel.clone());
+            }
+            continue;
+        };
+        let created = entry.lower == Lower::Absent;
+        match &entry.upper {
+            Upper::Special => refuse(
+                ChangeAction::Create,
+                (
+                    "special-file".to_owned(),
+                    "FIFOs, sockets and devices are never written to the real tree".to_owned(),
+                ),
+            ),
+            Upper::Deleted => match entry.lower {
+                Lower::Absent => {}
+                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel) {
+                    Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
+                    Err(why) => refuse(ChangeAction::Delete, why),
+                },
+                _ => match judge_write(policy, root, &entry.rel) {
+                    Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
+                    Err(why) => refuse(ChangeAction::Delete, why),
+                },
+            },
+            Upper::Dir { mode, .. } => match entry.lower {
+                Lower::Dir { mode: old } => {
+                    if old != *mode {
+                        refuse(
+                            ChangeAction::Mode,
+                            (
+                                "directory-mode".to_owned(),
+                                "permission changes of existing directories are not applied"
+                                    .to_owned(),
+                            ),
+                        );
+                    }
+                }
+                lower => {
+                    let judged_dir = judge_write(policy, root, &entry.rel)
+                        .and_then(|()| judge_new_name(&entry.rel));
+                    match judged_dir {
+                        Ok(()) => {
+                            if lower != Lower::Absent {
+                                judged.ops.push(Op::Delete {
+                                    rel: rel.clone(),
+                                    dir: false,
+                                });
+                            }
+                            judged.ops.push(Op::CreateDir { rel });
+                        }
+                        Err(why) => {
+                            refuse(ChangeAction::Create, why);
+                            refused_dirs.push(entry.rel.clone());
+                        }
+                    }
+                }
+            },
+            Upper::Symlink(target) => {
+                let verdict = judge_write(policy, root, &entry.rel)
+                    .and_then(|()| {
+                        if created {
+                            judge_new_name(&entry.rel)
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .and_then(|()| judge_link_target(policy, root, &entry.rel, target));
+                match verdict {
+                    Ok(()) => {
+                        if matches!(entry.lower, Lower::Dir { .. } | Lower::Other) {
+                            refuse(
+                                ChangeAction::Link,
+                                (
+                                    "replaces-directory".to_owned(),
+                                    "a link may not take the place of a directory or special file"
+                                        .to_owned(),
+                                ),
+                            );
+                            continue;
+                        }
+                        if matches!(entry.lower, Lower::File { .. }) {
+                            judged.ops.push(Op::Delete {
+                                rel: rel.clone(),
+                                dir: false,
+                            });
+                        }
+                        judged.ops.push(Op::Symlink {
+                            rel,
+                            target: target.clone(),
+                            replace: entry.lower == Lower::Symlink,
+                        });
+                    }
+                    Err(why) => refuse(ChangeAction::Link, why),
+                }
+            }
+            Upper::File { mode, .. } => {
+                if copied_up_links.contains(&entry.rel) {
+                    refuse(
+                        ChangeAction::Link,
+                        (
+                            "hard-link".to_owned(),
+                            "a hard link to a file the command did not create is never applied"
+                                .to_owned(),
+                        ),
+                    );
+                    continue;
+                }
+                let verdict = judge_write(policy, root, &entry.rel).and_then(|()| {
+                    if created {
+                        judge_new_name(&entry.rel)
+                    } else {
+                        Ok(())
+                    }
+                });
+                if let Err(why) = verdict {
+                    let action = if created {
+                        ChangeAction::Create
+                    } else {
+                        ChangeAction::Modify
+                    };
+                    refuse(action, why);
+                    continue;
+                }
+                if mode & 0o7000 != 0 {
+                    refuse(
+                        ChangeAction::Mode,
+                        (
+                            "set-id".to_owned(),
+                            "set-user-ID, set-group-ID and sticky bits are never applied; the file lands without them"
+                                .to_owned(),
+                        ),
+                    );
+                }
+                let action = match entry.lower {
+                    Lower::Absent => Some(ChangeAction::Create),
+                    Lower::File { mode: old, len } => {
+                        if !same_content(&entry.staged, &root.join(&entry.rel), len) {
+                            Some(ChangeAction::Modify)
+                        } else if old & 0o777 != mode & 0o777 {
+                            Some(ChangeAction::Mode)
+                        } else {
+                            None
+                        }
+                    }
+                    Lower::Symlink => {
+                        judged.ops.push(Op::Delete {
+                            rel: rel.clone(),
+                            dir: false,
+                        });
+                        Some(ChangeAction::Modify)
+                    }
+                    Lower::Dir { .. } | Lower::Other => {
+                        refuse(
+                            ChangeAction::Modify,
+                            (
+                                "replaces-directory".to_owned(),
+                                "a file may not take the place of a directory or special file"
+                                    .to_owned(),
+                            ),
+                        );
+                        None
+                    }
+                };
+                if let Some(action) = action {
+                    judged.ops.push(Op::Write {
+                        rel,
+                        staged: entry.staged.clone(),
+                        mode: mode & 0o777,
+                        replace: matches!(entry.lower, Lower::File { .. }),
+                        action,
+                    });
+                }
+            }
+        }
+    }
+    judged
+}
+
+/// Files of the staging layer that share an inode with a file the real
+/// tree already holds (the command hard-linked an existing file): the new
+/// names are refused.
+fn links_to_existing_files(entries: &[Entry]) -> Vec<PathBuf> {
+    let mut groups: BTreeMap<(u64, u64), Vec<&Entry>> = BTreeMap::new();
+    for entry in entries {
+        if let Upper::File { inode, links, .. } = entry.upper
+            && links > 1
+        {
+            groups.entry(inode).or_default().push(entry);
+        }
+    }
+    let mut refused = Vec::new();
+    for members in groups.values() {
+        if members.iter().any(|m| m.lower != Lower::Absent) {
+            refused.extend(
+                members
+                    .iter()
+                    .filter(|m| m.lower == Lower::Absent)
+                    .map(|m| m.rel.clone()),
+            );
+        }
+    }
+    refused
+}
+
+/// The path policy for a write at `root/rel`, also as spelled in lower
+/// case (a name blocked or protected in one case is in every case).
+fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refusal> {
+    policy
+        .judge_location(&root.join(rel), Access::Write)
+        .map_err(|e| refusal(&e))?;
+    if let Some(text) = rel.to_str() {
+        let folded = text.to_lowercase();
+        if folded != text
+            && let Err(error) = policy.judge_location(&root.join(&folded), Access::Write)
+            && matches!(error.rule(), "blocked" | "write-protected")
+        {
+            return Err((
+                error.rule().to_owned(),
+                format!("{error} (names are judged in every letter case)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A new entry's name must be portable.
+fn judge_new_name(rel: &Path) -> Result<(), Refusal> {
+    let name = rel.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        (
+            "not-portable".to_owned(),
+            "the name is not valid UTF-8".to_owned(),
+        )
+    })?;
+    check_portable_name(name).map_err(|e| refusal(&e))
+}
+
+/// A symbolic link's target, read from the link's directory, must stay
+/// inside the roots (and not reach a blocked entry).
+fn judge_link_target(
+    policy: &PathPolicy,
+    root: &Path,
+    rel: &Path,
+    target: &Path,
+) -> Result<(), Refusal> {
+    let Some(text) = target.to_str() else {
+        return Err((
+            "not-portable".to_owned(),
+            "the link's target is not valid UTF-8".to_owned(),
+        ));
+    };
+    let base = root.join(rel.parent().unwrap_or(Path::new("")));
+    policy
+        .check(&base, text, Access::Read)
+        .map(|_| ())
+        .map_err(|error| match error.rule() {
+            "outside-roots" => (
+                "link-outside-roots".to_owned(),
+                format!("the link points outside the roots: {error}"),
+            ),
+            _ => refusal(&error),
+        })
+}
+
+/// Removing a directory of the real tree: it and everything beneath it
+/// must be writable.
+fn judge_tree_removal(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refusal> {
+    judge_write(policy, root, rel)?;
+    let Ok(read) = std::fs::read_dir(root.join(rel)) else {
+        return Ok(());
+    };
+    for entry in read.flatten() {
+        let child = rel.join(entry.file_name());
+        if matches!(lower_at(&root.join(&child)), Lower::Dir { .. }) {
+            judge_tree_removal(policy, root, &child)?;
+        } else {
+            judge_write(policy, root, &child)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the staged file holds exactly what the real file of `len`
+/// bytes does.
+fn same_content(staged: &Path, real: &Path, len: u64) -> bool {
+    let Ok(meta) = std::fs::metadata(staged) else {
+        return false;
+    };
+    if meta.len() != len {
+        return false;
+    }
+    match (std::fs::read(staged), std::fs::read(real)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The path a result shows for `location`: relative to `cwd` when beneath
+/// it, absolute otherwise.
+pub(crate) fn shown(location: &Path, cwd: &Path) -> String {
+    match location.strip_prefix(cwd) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => location.display().to_string(),
+    }
+}
+
+/// A refusal in the result's shape.
+pub(crate) fn refused_change(
+    root: &Path,
+    cwd: &Path,
+    (rel, action, rule, reason): (PathBuf, ChangeAction, String, String),
+) -> RefusedChange {
+    RefusedChange {
+        path: shown(&root.join(rel), cwd),
+        action,
+        rule,
+        reason,
+    }
+}

@@ -1,0 +1,13 @@
+//! The private view and the judged write-back, with real processes: what a
+//! command can reach, what outlives it, and which of its writes land.
+#![cfg(all(target_os = "linux", feature = "landlock"))]
+
+#[path = "view/support.rs"]
+mod support;
+
+#[path = "view/isolation.rs"]
+mod isolation;
+#[path = "view/masking.rs"]
+mod masking;
+#[path = "view/writeback.rs"]
+mod writeback;

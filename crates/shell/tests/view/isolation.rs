@@ -1,0 +1,1 @@
+//! Nothing outlives the command; nothing of the host is reachable.

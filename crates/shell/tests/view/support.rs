@@ -1,0 +1,99 @@
+//! A project tree and a policy that allows an interpreter, run through the
+//! view helper built with this crate.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agentcaps_paths::PathPolicy;
+use agentcaps_shell::{CommandRequest, RunResult, ShellPolicy, ShellPolicyBuilder};
+
+/// The helper binary of this crate.
+pub(crate) fn helper() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentcaps-view"))
+}
+
+/// A project: `src/main.rs`, `.env` with a secret, `secrets/key.txt`
+/// (blocked), `.git/config` and `.git/hooks/`.
+pub(crate) struct Project {
+    _dir: tempfile::TempDir,
+    pub(crate) root: PathBuf,
+}
+
+impl Project {
+    pub(crate) fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        let write = |rel: &str, text: &str| {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        };
+        write("src/main.rs", "fn main() {}\n");
+        write("README.md", "hello\n");
+        write(".env", "SECRET=hunter2\n");
+        write("config/.env.local", "SECRET=local-secret\n");
+        write("secrets/key.txt", "SECRET=in-a-blocked-dir\n");
+        write(".git/config", "[core]\n\tbare = false\n");
+        write(".git/HEAD", "ref: refs/heads/main\n");
+        std::fs::create_dir_all(root.join(".git/hooks")).expect("hooks");
+        Self { _dir: dir, root }
+    }
+
+    pub(crate) fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+
+    /// The path policy: the project writable, `secrets` and `**/.env*`
+    /// blocked (the defaults block `.env*` too), `.git` not blocked.
+    pub(crate) fn paths(&self) -> PathPolicy {
+        PathPolicy::builder()
+            .allow(&self.root)
+            .block(&format!("{}/secrets", self.root.display()))
+            .build()
+            .expect("path policy")
+    }
+
+    /// A policy allowing `sh` (an interpreter) and a few tools, with the
+    /// view helper of this crate.
+    pub(crate) fn policy(&self) -> ShellPolicyBuilder {
+        ShellPolicy::builder(&self.root)
+            .allow_command("sh")
+            .allow_command("cat")
+            .allow_command("ls")
+            .path_policy(self.paths())
+            .view_helper(helper())
+            .timeout(Duration::from_secs(20))
+    }
+
+    /// Runs `script` with `sh` under `policy` (from a file the test
+    /// writes in the root first: `sh -c` is refused as a launcher).
+    pub(crate) fn sh(&self, policy: &ShellPolicy, script: &str) -> RunResult {
+        std::fs::write(self.root.join("run.sh"), script).expect("script");
+        run(policy, CommandRequest::argv(["sh", "run.sh"]))
+    }
+}
+
+pub(crate) fn run(policy: &ShellPolicy, request: CommandRequest) -> RunResult {
+    let command = policy.validate(&request).expect("validated");
+    policy.run_blocking(command).expect("ran")
+}
+
+/// The refused change at `path`, with its rule.
+pub(crate) fn refused_rule(result: &RunResult, path: &str) -> Option<String> {
+    result
+        .changes
+        .as_ref()?
+        .refused
+        .iter()
+        .find(|c| c.path == path)
+        .map(|c| c.rule.clone())
+}
+
+/// Whether a change at `path` was applied.
+pub(crate) fn applied(result: &RunResult, path: &str) -> bool {
+    result
+        .changes
+        .as_ref()
+        .is_some_and(|c| c.applied.iter().any(|a| a.path == path))
+}
+
