@@ -96,4 +96,3 @@ pub(crate) fn applied(result: &RunResult, path: &str) -> bool {
         .as_ref()
         .is_some_and(|c| c.applied.iter().any(|a| a.path == path))
 }
-

@@ -401,8 +401,7 @@ fn run_command(spec: &ViewSpec) -> Outcome {
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((pid, status))) if pid.as_raw_nonzero().get() == main => {
-                let status =
-                    std::process::ExitStatus::from_raw(status.as_raw());
+                let status = std::process::ExitStatus::from_raw(status.as_raw());
                 return match status.signal() {
                     Some(signal) => Outcome::Signaled(signal),
                     None => Outcome::Exited(status.code().unwrap_or(-1)),
