@@ -75,6 +75,6 @@ pub use catalog::{TOOL_COUNT, TOOL_NAMES, ToolHints};
 pub use error::{MAX_ERROR_CHARS, ToolError};
 pub use http::header_map;
 pub use mcp::{McpError, McpServer};
-pub use shell::CommandOutput;
+pub use shell::{AppliedChange, CommandChanges, CommandOutput, RefusedChange};
 pub use stop::{DEFAULT_CALL_TIME, Stop};
 pub use toolbox::{CallRecord, ToolOutput, ToolSpec, Toolbox};

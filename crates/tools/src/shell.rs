@@ -53,7 +53,68 @@ pub struct CommandOutput {
     /// with its rule and reason). Absent when the command ran without its
     /// private view (then its writes landed unjudged).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub changes: Option<agentcaps::shell::Changes>,
+    pub changes: Option<CommandChanges>,
+}
+
+/// What a command's writes came to: the changes that landed and those that
+/// were refused (judged like file-tool writes when the command ended).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct CommandChanges {
+    /// Changes committed to the real tree.
+    pub applied: Vec<AppliedChange>,
+    /// Changes dropped, each with the rule that refused it.
+    pub refused: Vec<RefusedChange>,
+}
+
+/// A change that landed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct AppliedChange {
+    /// Relative to the working directory when beneath it, else absolute.
+    pub path: String,
+    /// `create`, `modify`, `delete`, `rename`, `mode` or `link`.
+    pub action: String,
+}
+
+/// A change that was dropped.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct RefusedChange {
+    /// Relative to the working directory when beneath it, else absolute
+    /// (a directory stands for everything under it).
+    pub path: String,
+    /// `create`, `modify`, `delete`, `rename`, `mode` or `link`.
+    pub action: String,
+    /// The rule that refused it.
+    pub rule: String,
+    /// Why, in one sentence.
+    pub reason: String,
+}
+
+impl From<agentcaps::shell::Changes> for CommandChanges {
+    fn from(changes: agentcaps::shell::Changes) -> Self {
+        Self {
+            applied: changes
+                .applied
+                .into_iter()
+                .map(|c| AppliedChange {
+                    path: c.path,
+                    action: c.action.to_string(),
+                })
+                .collect(),
+            refused: changes
+                .refused
+                .into_iter()
+                .map(|c| RefusedChange {
+                    path: c.path,
+                    action: c.action.to_string(),
+                    rule: c.rule,
+                    reason: c.reason,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl From<RunResult> for CommandOutput {
@@ -76,7 +137,7 @@ impl From<RunResult> for CommandOutput {
             program: result.program.display().to_string(),
             enforced: result.enforced.to_string(),
             enforced_reason: result.enforced_reason,
-            changes: result.changes,
+            changes: result.changes.map(CommandChanges::from),
         }
     }
 }
