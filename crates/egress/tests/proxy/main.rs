@@ -9,6 +9,7 @@
 #[allow(dead_code)]
 mod support;
 
+mod attacks;
 mod clients;
 mod pip;
 mod rules;

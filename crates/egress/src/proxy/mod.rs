@@ -1,0 +1,317 @@
+//! An HTTP proxy whose every connection is judged by the egress policy:
+//! absolute-form `http://` requests (forwarded, keep-alive on both sides)
+//! and `CONNECT host:port` tunnels (for TLS; bytes copied both ways).
+//!
+//! For each request or tunnel the proxy resolves the name once with the
+//! client's own resolver, judges the name, **every** answer, the port and
+//! (plain HTTP) the method and headers — the decision `check_url` and
+//! [`Client::resolve_and_check`] give for `http(s)://host:port/` — and
+//! dials only an address it judged. A refusal is answered `403` with the
+//! rule and the reason in the body (and in `x-agentcaps-rule`), before any
+//! tunnel opens; a failure (DNS, connect) is `502`, a time limit `504`.
+//! Every decision is logged ([`ProxyLog`]).
+//!
+//! Redirects are the client's business: each request the client makes
+//! after one is judged like any other. Response sizes and body times are
+//! not limited here (a package download may be large and slow); the
+//! command that uses the proxy has its own time limit.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agentcaps_egress::EgressError> {
+//! use agentcaps_egress::{EgressPolicy, proxy::Proxy};
+//!
+//! let proxy = Proxy::bind(EgressPolicy::default(), "127.0.0.1:0".parse().unwrap()).await?;
+//! println!("HTTP_PROXY=http://{}", proxy.local_addr().unwrap());
+//! // ... run a command with HTTP_PROXY/HTTPS_PROXY set ...
+//! for entry in proxy.log().entries() {
+//!     println!("{} {} {:?} {}", entry.decision, entry.host, entry.address, entry.rule);
+//! }
+//! # Ok(()) }
+//! ```
+
+mod forward;
+mod log;
+mod thread;
+mod tunnel;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{CONNECTION, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1 as server_http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
+use tokio::task::JoinSet;
+
+pub use log::{ProxyDecision, ProxyEntry, ProxyKind, ProxyLog};
+pub use thread::{Listen, ProxyThread};
+
+use crate::client::Client;
+use crate::error::{EgressError, Phase};
+use crate::policy::{EgressPolicy, UrlVerdict};
+
+/// Client connections served at once; more wait to be accepted.
+const MAX_CONNECTIONS: usize = 512;
+
+struct Shared {
+    client: Client,
+    log: ProxyLog,
+    pool: forward::UpstreamPool,
+}
+
+impl Shared {
+    fn policy(&self) -> &EgressPolicy {
+        self.client.policy()
+    }
+}
+
+type ProxyBody = Either<Incoming, Full<Bytes>>;
+
+/// A running proxy. Dropping it stops accepting and closes the
+/// connections it serves.
+#[derive(Debug)]
+pub struct Proxy {
+    addr: Option<SocketAddr>,
+    log: ProxyLog,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Proxy {
+    /// Listens on `addr` (TCP) and serves until dropped. Must be called
+    /// inside a Tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`EgressError::Config`] when the client cannot be built (resolver
+    /// configuration) or the address cannot be bound.
+    pub async fn bind(policy: EgressPolicy, addr: SocketAddr) -> Result<Proxy, EgressError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|e| bind_error(&addr.to_string(), &e))?;
+        let local = listener.local_addr().ok();
+        let shared = shared(policy)?;
+        let log = shared.log.clone();
+        let task = tokio::spawn(accept_loop(shared, listener));
+        Ok(Proxy {
+            addr: local,
+            log,
+            task,
+        })
+    }
+
+    /// Listens on a UNIX socket at `path` (created; it must not exist) and
+    /// serves until dropped: for a relay inside a private network view,
+    /// which accepts TCP there and passes each connection's bytes here.
+    ///
+    /// # Errors
+    ///
+    /// As [`Proxy::bind`].
+    pub async fn bind_unix(policy: EgressPolicy, path: &Path) -> Result<Proxy, EgressError> {
+        let listener =
+            UnixListener::bind(path).map_err(|e| bind_error(&path.display().to_string(), &e))?;
+        let shared = shared(policy)?;
+        let log = shared.log.clone();
+        let task = tokio::spawn(accept_loop(shared, listener));
+        Ok(Proxy {
+            addr: None,
+            log,
+            task,
+        })
+    }
+
+    /// The TCP address it listens on (`None` for a UNIX socket).
+    #[must_use]
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// The log of every decision.
+    #[must_use]
+    pub fn log(&self) -> ProxyLog {
+        self.log.clone()
+    }
+}
+
+fn bind_error(what: &str, e: &std::io::Error) -> EgressError {
+    EgressError::Config {
+        field: "proxy".to_owned(),
+        message: format!("cannot listen on {what}: {e}"),
+    }
+}
+
+fn shared(policy: EgressPolicy) -> Result<Arc<Shared>, EgressError> {
+    Ok(Arc::new(Shared {
+        client: Client::new(policy)?,
+        log: ProxyLog::default(),
+        pool: forward::UpstreamPool::default(),
+    }))
+}
+
+/// A listener: TCP or UNIX.
+trait Accept: Send + 'static {
+    type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
+    fn next(&self) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Stream = TcpStream;
+    async fn next(&self) -> std::io::Result<TcpStream> {
+        let (stream, _) = self.accept().await?;
+        let _ = stream.set_nodelay(true);
+        Ok(stream)
+    }
+}
+
+impl Accept for UnixListener {
+    type Stream = tokio::net::UnixStream;
+    async fn next(&self) -> std::io::Result<tokio::net::UnixStream> {
+        Ok(self.accept().await?.0)
+    }
+}
+
+/// Accepts and serves each connection; at most [`MAX_CONNECTIONS`] at
+/// once. The connections are aborted when this task is.
+async fn accept_loop(shared: Arc<Shared>, listener: impl Accept) {
+    let mut connections = JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= MAX_CONNECTIONS {
+            let _ = connections.join_next().await;
+            continue;
+        }
+        let stream = match listener.next().await {
+            Ok(stream) => stream,
+            // Out of descriptors and the like: wait a little, go on.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        connections.spawn(async move {
+            let service = service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(handle(shared, req).await) }
+            });
+            let _ = server_http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades()
+                .await;
+        });
+    }
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
+    if req.method() == Method::CONNECT {
+        tunnel::connect(&shared, req).await
+    } else {
+        forward::forward(&shared, req).await
+    }
+}
+
+/// A response for a refusal (`403`), a time limit (`504`), a request the
+/// proxy cannot serve (`400`) or a failure (`502`), and its log entry.
+fn refusal(shared: &Shared, mut entry: ProxyEntry, e: &EgressError) -> Response<ProxyBody> {
+    let (status, decision) = match e {
+        EgressError::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, ProxyDecision::Error),
+        EgressError::InvalidUrl { .. } | EgressError::UrlTooLong { .. } => {
+            (StatusCode::BAD_REQUEST, ProxyDecision::Deny)
+        }
+        _ if e.is_refusal() => (StatusCode::FORBIDDEN, ProxyDecision::Deny),
+        _ => (StatusCode::BAD_GATEWAY, ProxyDecision::Error),
+    };
+    entry.decision = decision;
+    e.rule().clone_into(&mut entry.rule);
+    entry.reason = e.to_string();
+    let body = format!("agentcaps proxy: [{}] {e}\n", e.rule());
+    shared.log.push(entry);
+    let mut response = Response::new(Either::Right(Full::new(Bytes::from(body))));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    if let Ok(rule) = HeaderValue::from_str(e.rule()) {
+        headers.insert(HeaderName::from_static("x-agentcaps-rule"), rule);
+    }
+    response
+}
+
+fn entry(kind: ProxyKind, method: &Method, host: &str, port: u16) -> ProxyEntry {
+    ProxyEntry {
+        kind,
+        method: method.to_string(),
+        host: host.to_owned(),
+        port,
+        address: None,
+        decision: ProxyDecision::Allow,
+        rule: String::new(),
+        reason: String::new(),
+    }
+}
+
+/// Resolves once and judges every answer; the judged socket addresses.
+async fn judge(shared: &Shared, verdict: &UrlVerdict) -> Result<Vec<SocketAddr>, EgressError> {
+    let addrs = shared.client.judged_addresses(verdict).await?;
+    Ok(addrs
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, verdict.port()))
+        .collect())
+}
+
+/// Dials the judged addresses in order until one connects, within
+/// `connect_timeout_ms`.
+async fn dial(
+    shared: &Shared,
+    host: &str,
+    url: &str,
+    addrs: &[SocketAddr],
+) -> Result<(TcpStream, SocketAddr), EgressError> {
+    let limit = shared.policy().connect_timeout;
+    let attempt = async {
+        let mut last = None;
+        for addr in addrs {
+            match TcpStream::connect(addr).await {
+                Ok(stream) => {
+                    let _ = stream.set_nodelay(true);
+                    return Ok((stream, *addr));
+                }
+                Err(e) => {
+                    last = Some(EgressError::Connect {
+                        host: host.to_owned(),
+                        address: *addr,
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        Err(last.unwrap_or_else(|| EgressError::Http {
+            url: url.to_owned(),
+            message: "no address to connect to".to_owned(),
+        }))
+    };
+    tokio::time::timeout(limit, attempt)
+        .await
+        .map_err(|_| EgressError::Timeout {
+            url: url.to_owned(),
+            phase: Phase::Connect,
+            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+        })?
+}

@@ -1,0 +1,92 @@
+//! `CONNECT` through the proxy: the target judged like an `https://` URL,
+//! the judged address dialled before the `200`, then bytes copied both
+//! ways.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+
+use super::log::ProxyKind;
+use super::{ProxyBody, Shared, dial, entry, judge, refusal};
+use crate::error::EgressError;
+
+/// Buffer of each direction of a tunnel.
+const TUNNEL_BUFFER: usize = 64 * 1024;
+
+/// `CONNECT host:port`: judged as `https://host:port/` (every rule but
+/// the method, which travels inside the tunnel); the judged address is
+/// dialled before the `200` is sent, then bytes are copied both ways.
+pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
+    let authority = req
+        .uri()
+        .authority()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let (raw_host, port) = split_authority(&authority);
+    let mut log = entry(ProxyKind::Connect, &Method::CONNECT, raw_host, port);
+    if authority.is_empty() || port == 0 {
+        let e = EgressError::InvalidUrl {
+            url: authority,
+            reason: "CONNECT needs host:port".to_owned(),
+        };
+        return refusal(shared, log, &e);
+    }
+    let url = format!("https://{authority}/");
+    let verdict = match shared.policy().check_target(&url) {
+        Ok(v) => v,
+        Err(e) => return refusal(shared, log, &e),
+    };
+    log.host = verdict.host();
+    let addrs = match judge(shared, &verdict).await {
+        Ok(a) => a,
+        Err(e) => return refusal(shared, log, &e),
+    };
+    let (mut upstream, addr) = match dial(shared, &log.host, &url, &addrs).await {
+        Ok(c) => c,
+        Err(e) => return refusal(shared, log, &e),
+    };
+    log.address = Some(addr);
+    shared.log.push(log);
+    tokio::spawn(async move {
+        if let Ok(upgraded) = hyper::upgrade::on(req).await {
+            let mut client = TokioIo::new(upgraded);
+            let _ = tokio::io::copy_bidirectional_with_sizes(
+                &mut client,
+                &mut upstream,
+                TUNNEL_BUFFER,
+                TUNNEL_BUFFER,
+            )
+            .await;
+        }
+    });
+    Response::new(Either::Right(Full::new(Bytes::new())))
+}
+
+/// `host:port` → (host without brackets, port); port 0 when missing.
+fn split_authority(authority: &str) -> (&str, u16) {
+    match authority.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !port.contains(']') => (
+            host.trim_start_matches('[').trim_end_matches(']'),
+            port.parse().unwrap_or(0),
+        ),
+        _ => (authority, 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_authority;
+
+    #[test]
+    fn authorities_split_into_host_and_port() {
+        assert_eq!(split_authority("example.com:443"), ("example.com", 443));
+        assert_eq!(split_authority("[::1]:8443"), ("::1", 8443));
+        assert_eq!(split_authority("example.com"), ("example.com", 0));
+        assert_eq!(split_authority("[::1]"), ("[::1]", 0));
+        assert_eq!(split_authority("example.com:x"), ("example.com", 0));
+    }
+}
