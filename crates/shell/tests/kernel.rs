@@ -55,6 +55,7 @@ fn assert_landlock_here() {
 }
 
 #[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Corpus {
     case: Vec<Case>,
 }

@@ -69,6 +69,13 @@ fn run(dir: &Path) -> Result<(), String> {
         Ok(text) => Some(toml::from_str(&text).map_err(|e| format!("expected-refusal: {e}"))?),
         Err(_) => None,
     };
+    // A misspelt file (`expected_refusal`, `case.tml`) would be ignored.
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !["before", "after", "patch", "case.toml", "expected-refusal"].contains(&name.as_str()) {
+            return Err(format!("unknown fixture file {name}"));
+        }
+    }
     let has_after = dir.join("after").is_dir();
     if refusal.is_some() == has_after {
         return Err("needs exactly one of after/ and expected-refusal".into());

@@ -35,6 +35,21 @@ fn error_line(e: &PatchError) -> Option<usize> {
     }
 }
 
+/// Everything in `tests/corpus` is run by a test of this file: a data
+/// file nobody runs tests nothing.
+#[test]
+fn every_corpus_file_is_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    // parse.toml: `parse_corpus`; fuzz-regressions/: `fuzz_regressions_round_trip`.
+    assert_eq!(found, ["fuzz-regressions", "parse.toml"]);
+}
+
 #[test]
 fn parse_corpus() {
     let text = include_str!("../corpus/parse.toml");

@@ -36,6 +36,7 @@ enum Expect {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Table {
     case: Vec<Case>,
 }
@@ -55,8 +56,26 @@ fn table() -> Table {
         toml::from_str(include_str!("../data/attacks.toml")).expect("attacks.toml parses");
     let grammar: Table =
         toml::from_str(include_str!("../data/grammar.toml")).expect("grammar.toml parses");
+    assert!(!table.case.is_empty(), "attacks.toml has no cases");
+    assert!(!grammar.case.is_empty(), "grammar.toml has no cases");
     table.case.extend(grammar.case);
     table
+}
+
+/// The files [`table`] reads: every data file in `tests/data`.
+const DATA_FILES: [&str; 2] = ["attacks.toml", "grammar.toml"];
+
+/// A data file nobody runs is a table of attacks that tests nothing.
+#[test]
+fn every_data_file_is_run() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/data")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    assert_eq!(found, DATA_FILES, "files in {}", dir.display());
 }
 
 fn request(case: &Case) -> CommandRequest {
