@@ -274,7 +274,10 @@ fn place(
                 Some(file) => file,
                 None => staged_now(steps)?,
             };
-            steps.next()?;
+            if let Err(error) = steps.next() {
+                let _ = beneath.discard(file);
+                return Err(error);
+            }
             if *replace {
                 undo.aside.push(beneath.replace(file).map_err(failed)?);
             } else {

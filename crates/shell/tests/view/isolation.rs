@@ -1,1 +1,221 @@
 //! Nothing outlives the command; nothing of the host is reachable.
+
+use std::time::Duration;
+
+use agentcaps_shell::{Exit, ShellError};
+
+use crate::support::Project;
+
+/// Host processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(marker) {
+                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_setsid_double_fork_grandchild_is_dead_when_the_call_returns() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "setsid sh -c '(sleep 987651 &) ; (sleep 987651 &)' ; echo started",
+    );
+    assert_eq!(result.exit, Exit::Code(0), "{result:?}");
+    assert!(result.stdout.contains("started"));
+    assert_eq!(processes_with("sleep 987651"), Vec::<String>::new());
+}
+
+#[test]
+fn on_timeout_the_whole_namespace_dies_too() {
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .timeout(Duration::from_millis(1500))
+        .build()
+        .expect("policy");
+    let result = project.sh(
+        &policy,
+        "setsid sh -c '(sleep 987652 &)' ; echo started; sleep 100",
+    );
+    assert!(result.timed_out, "{result:?}");
+    assert_eq!(processes_with("sleep 987652"), Vec::<String>::new());
+}
+
+#[test]
+fn udp_to_the_host_loopback_and_unix_sockets_outside_the_roots_are_unreachable() {
+    let project = Project::new();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .expect("timeout");
+    let port = udp.local_addr().expect("addr").port();
+    let outside = tempfile::tempdir().expect("tempdir");
+    let socket_path = outside.path().join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket_path).expect("unix");
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::fs::write(
+        project.root.join("probe.py"),
+        format!(
+            "import socket\n\
+             try:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'leak', ('127.0.0.1', {port})); print('udp sent')\n\
+             except OSError as e:\n    print('udp', e)\n\
+             try:\n    u = socket.socket(socket.AF_UNIX); u.connect('{}'); u.send(b'leak'); print('unix connected')\n\
+             except OSError as e:\n    print('unix', e)\n",
+            socket_path.display()
+        ),
+    )
+    .expect("probe");
+    let policy = project
+        .policy()
+        .allow_command("python3")
+        .env("PATH", "/usr/bin:/bin")
+        .build()
+        .expect("policy");
+    let result = crate::support::run(
+        &policy,
+        agentcaps_shell::CommandRequest::argv(["python3", "probe.py"]),
+    );
+    assert_eq!(result.exit, Exit::Code(0), "{result:?}");
+    assert!(
+        !result.stdout.contains("unix connected"),
+        "{}",
+        result.stdout
+    );
+    assert!(
+        result.stdout.contains("unix ["),
+        "the probe ran: {}",
+        result.stdout
+    );
+    let mut buffer = [0u8; 16];
+    assert!(
+        udp.recv(&mut buffer).is_err(),
+        "a datagram reached the host: {}",
+        result.stdout
+    );
+    assert!(
+        listener.accept().is_err(),
+        "a connection reached the host socket"
+    );
+}
+
+#[test]
+fn a_descriptor_the_host_left_open_is_not_readable() {
+    let project = Project::new();
+    let outside = tempfile::tempdir().expect("tempdir");
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "HOST-FD-SECRET\n").expect("secret");
+    let file = std::fs::File::open(&secret).expect("open");
+    // Inheritable, as a careless host might leave it.
+    rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::empty()).expect("setfd");
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        &format!("cat <&{fd}; cat /proc/self/fd/{fd}; ls /proc/self/fd; echo done"),
+    );
+    drop(file);
+    assert!(result.stdout.contains("done"), "{result:?}");
+    assert!(
+        !result.stdout.contains("HOST-FD-SECRET"),
+        "{}",
+        result.stdout
+    );
+}
+
+#[test]
+fn without_the_view_the_result_says_partial_and_why() {
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .private_view(false)
+        .build()
+        .expect("policy");
+    let result = project.sh(&policy, "echo hi > note.txt");
+    assert_eq!(result.exit, Exit::Code(0));
+    assert!(
+        result.enforced.to_string().starts_with("partial"),
+        "{}",
+        result.enforced
+    );
+    let reason = result.enforced_reason.expect("a reason");
+    assert!(reason.contains("turned the private view off"), "{reason}");
+    assert!(result.changes.is_none());
+
+    let strict = project
+        .policy()
+        .private_view(false)
+        .require_kernel_enforcement(true)
+        .build()
+        .expect("policy");
+    let command = strict
+        .validate(&agentcaps_shell::CommandRequest::argv(["cat", "README.md"]))
+        .expect("valid");
+    match strict.run_blocking(command) {
+        Err(error @ ShellError::KernelEnforcement { .. }) => {
+            assert_eq!(error.rule(), "require-kernel-enforcement");
+            assert!(error.to_string().contains("nothing ran"), "{error}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_view_holds_no_home_and_a_private_tmp() {
+    let project = Project::new();
+    let marker = std::env::temp_dir().join(format!("h13-host-tmp-{}", std::process::id()));
+    std::fs::write(&marker, "host tmp").expect("marker");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        &format!(
+            "cat {}; ls /root /home /var/run/docker.sock /etc/shadow; echo x > /tmp/mine; cat /tmp/mine; echo done",
+            marker.display()
+        ),
+    );
+    let _ = std::fs::remove_file(&marker);
+    assert!(result.stdout.contains("x\ndone"), "{result:?}");
+    assert!(!result.stdout.contains("host tmp"));
+    assert!(
+        result.stderr.contains("No such file or directory"),
+        "{}",
+        result.stderr
+    );
+    assert!(
+        !result.stderr.contains("Permission denied"),
+        "absent means ENOENT: {}",
+        result.stderr
+    );
+}
+
+#[test]
+fn the_private_loopback_works_for_the_command_itself() {
+    let project = Project::new();
+    std::fs::write(
+        project.root.join("echo.py"),
+        "import socket\n\
+         a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(('127.0.0.1', 0))\n\
+         b = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); b.sendto(b'ping', a.getsockname())\n\
+         print(a.recv(16).decode())\n\
+         t = socket.socket(); t.bind(('127.0.0.1', 0)); t.listen(1)\n\
+         c = socket.create_connection(t.getsockname()); s, _ = t.accept(); c.send(b'tcp ok'); print(s.recv(16).decode())\n",
+    )
+    .expect("script");
+    let policy = project
+        .policy()
+        .allow_command("python3")
+        .env("PATH", "/usr/bin:/bin")
+        .build()
+        .expect("policy");
+    let result = crate::support::run(
+        &policy,
+        agentcaps_shell::CommandRequest::argv(["python3", "echo.py"]),
+    );
+    assert_eq!(result.stdout, "ping\ntcp ok\n", "{result:?}");
+}

@@ -150,6 +150,9 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
     )
     .map_err(|e| step("making mounts private", e.into()))?;
+    if spec.private_network {
+        loopback_up().map_err(|e| step("bringing up the private loopback", e))?;
+    }
     let root = &spec.new_root;
     rustix::mount::mount(
         "tmpfs",
@@ -177,6 +180,46 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     std::env::set_current_dir(&spec.cwd)
         .map_err(|e| step(&format!("the working directory {}", spec.cwd.display()), e))?;
     Ok(())
+}
+
+/// Brings up `lo` (interface 1) of the new network namespace, so that the
+/// command's own servers on 127.0.0.1 work: one `RTM_NEWLINK` request over
+/// route netlink, and its acknowledgement.
+fn loopback_up() -> io::Result<()> {
+    use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
+    const RTM_NEWLINK: u16 = 16;
+    const NLM_F_REQUEST_ACK: u16 = 1 | 4;
+    const NLMSG_ERROR: u16 = 2;
+    const IFF_UP: u32 = 1;
+    const LOOPBACK_INDEX: i32 = 1;
+    let socket = rustix::net::socket_with(
+        AddressFamily::NETLINK,
+        SocketType::RAW,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    let mut message = Vec::with_capacity(32);
+    message.extend_from_slice(&32u32.to_ne_bytes()); // nlmsg_len
+    message.extend_from_slice(&RTM_NEWLINK.to_ne_bytes());
+    message.extend_from_slice(&NLM_F_REQUEST_ACK.to_ne_bytes());
+    message.extend_from_slice(&1u32.to_ne_bytes()); // seq
+    message.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel
+    message.extend_from_slice(&[0, 0]); // ifi_family, padding
+    message.extend_from_slice(&0u16.to_ne_bytes()); // ifi_type
+    message.extend_from_slice(&LOOPBACK_INDEX.to_ne_bytes());
+    message.extend_from_slice(&IFF_UP.to_ne_bytes()); // ifi_flags
+    message.extend_from_slice(&IFF_UP.to_ne_bytes()); // ifi_change
+    rustix::net::send(&socket, &message, SendFlags::empty())?;
+    let mut answer = [0u8; 256];
+    let (len, _) = rustix::net::recv(&socket, &mut answer, RecvFlags::empty())?;
+    let field = |at: usize, size: usize| answer.get(at..at + size).filter(|_| at + size <= len);
+    let kind = field(4, 2).map(|b| u16::from_ne_bytes([b[0], b[1]]));
+    let error = field(16, 4).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+    match (kind, error) {
+        (Some(NLMSG_ERROR), Some(0)) => Ok(()),
+        (Some(NLMSG_ERROR), Some(code)) => Err(io::Error::from_raw_os_error(-code)),
+        _ => Err(io::Error::other("an unexpected answer from route netlink")),
+    }
 }
 
 fn describe(mount: &Mount) -> String {
