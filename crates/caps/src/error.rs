@@ -49,6 +49,24 @@ pub enum PolicyError {
         /// What was wrong with it.
         message: String,
     },
+    /// An error in the policy file at `path` (the inner error has the line).
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The policy file.
+        path: PathBuf,
+        /// What is wrong in it.
+        #[source]
+        source: Box<PolicyError>,
+    },
+    /// The built-in default policy was asked for a directory it must not
+    /// open up: `/`, the home directory itself, or a system directory.
+    #[error(
+        "refusing the built-in default policy in {}: it would let the agent read and write everything under it. Start agentcaps inside a project directory, or pass --policy FILE naming what to allow", dir.display()
+    )]
+    UnsafeDefault {
+        /// The directory.
+        dir: PathBuf,
+    },
     /// The `[files]` section does not make a valid path policy.
     #[error("[files]: {0}")]
     Files(#[source] agentcaps_paths::PathError),
@@ -58,4 +76,18 @@ pub enum PolicyError {
     /// The `[egress]` section does not make a valid egress policy.
     #[error("[egress]: {0}")]
     Egress(#[source] agentcaps_egress::EgressError),
+}
+
+impl PolicyError {
+    /// The 1-based line of the policy file the error is on, when it is about
+    /// the file's content.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            PolicyError::Syntax { line, .. }
+            | PolicyError::UnknownKey { line, .. }
+            | PolicyError::InvalidValue { line, .. } => Some(*line),
+            PolicyError::InFile { source, .. } => source.line(),
+            _ => None,
+        }
+    }
 }

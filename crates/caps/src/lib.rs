@@ -53,9 +53,12 @@
 //! ([`DEFAULT_POLICY_TOML`]).
 #![forbid(unsafe_code)]
 
+mod defaults;
+mod effective;
 mod error;
 mod load;
 mod policy;
+mod validate;
 
 pub use agentcaps_egress as egress;
 pub use agentcaps_patch as patch;
@@ -64,3 +67,4 @@ pub use agentcaps_shell as shell;
 
 pub use error::PolicyError;
 pub use policy::{DEFAULT_MAX_READ_BYTES, DEFAULT_POLICY_TOML, Notice, Origin, Policy};
+pub use validate::KNOWN_METHODS;

@@ -64,6 +64,79 @@ pub(crate) fn bool_key(src: &str, section: &str, key: &str) -> Option<(bool, usi
     Some((value.get_ref().as_bool()?, line_of(src, value.span().start)))
 }
 
+/// The spanned parse of a policy file, to find the line of a section, a
+/// key or one element of a list.
+pub(crate) struct Spans<'s> {
+    src: &'s str,
+    table: Option<toml::Spanned<DeTable<'s>>>,
+}
+
+impl<'s> Spans<'s> {
+    pub(crate) fn new(src: &'s str) -> Self {
+        Self {
+            src,
+            table: DeTable::parse(src).ok(),
+        }
+    }
+
+    fn section(&self, section: &str) -> Option<&toml::Spanned<DeValue<'s>>> {
+        self.table.as_ref()?.get_ref().get(section)
+    }
+
+    /// The line of `[section]` (its first key when written dotted).
+    pub(crate) fn section_line(&self, section: &str) -> Option<usize> {
+        let table = self.table.as_ref()?.get_ref();
+        let (key, _) = table.get_key_value(section)?;
+        Some(line_of(self.src, key.span().start))
+    }
+
+    /// The line of `section.key`, when the file sets it.
+    pub(crate) fn key_line(&self, section: &str, key: &str) -> Option<usize> {
+        let table = self.section(section)?.get_ref().as_table()?;
+        let (spanned_key, _) = table.get_key_value(key)?;
+        Some(line_of(self.src, spanned_key.span().start))
+    }
+
+    /// The line of element `index` of the list `section.key`.
+    pub(crate) fn element_line(&self, section: &str, key: &str, index: usize) -> Option<usize> {
+        let table = self.section(section)?.get_ref().as_table()?;
+        let DeValue::Array(items) = table.get(key)?.get_ref() else {
+            return None;
+        };
+        Some(line_of(self.src, items.get(index)?.span().start))
+    }
+
+    /// An invalid element of `section.key`, at its line (or the key's, or
+    /// the section's).
+    pub(crate) fn invalid_element(
+        &self,
+        section: &str,
+        key: &str,
+        index: usize,
+        message: String,
+    ) -> PolicyError {
+        let line = self
+            .element_line(section, key, index)
+            .or_else(|| self.key_line(section, key))
+            .or_else(|| self.section_line(section))
+            .unwrap_or(1);
+        PolicyError::InvalidValue {
+            key: format!("{section}.{key}"),
+            line,
+            message,
+        }
+    }
+
+    /// A section that does not build, at its header's line.
+    pub(crate) fn invalid_section(&self, section: &str, message: String) -> PolicyError {
+        PolicyError::InvalidValue {
+            key: section.to_owned(),
+            line: self.section_line(section).unwrap_or(1),
+            message,
+        }
+    }
+}
+
 fn is_prefix(prefix: &[String], key: &[String]) -> bool {
     key.starts_with(prefix)
 }

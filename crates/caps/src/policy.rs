@@ -1,5 +1,5 @@
-//! The one policy file (SPEC §5.1): a TOML document whose sections are the
-//! crates' own config types, composed here and nowhere else.
+//! The one policy file: a TOML document whose sections are the crates' own
+//! config types, composed here and nowhere else.
 
 use std::path::{Path, PathBuf};
 
@@ -7,12 +7,12 @@ use serde::Deserialize;
 
 use crate::PolicyError;
 use crate::egress::{EgressPolicy, EgressPolicyConfig};
-use crate::load;
 use crate::patch::PatchPolicyConfig;
 use crate::paths::{PathPolicy, PathPolicyConfig};
 use crate::shell::{ShellPolicy, ShellPolicyConfig};
+use crate::{load, validate};
 
-/// The built-in policy used when no policy file is given (SPEC §5.1): the
+/// The built-in policy used when no policy file is given: the
 /// current directory allowed for reading and writing with `.git` and
 /// `**/.env*` blocked (on top of the safe defaults), the `read-only` shell
 /// preset holding file arguments to `[files]`, egress to public addresses
@@ -66,6 +66,8 @@ pub struct Policy {
     pub patch: PatchPolicyConfig,
     origin: Origin,
     notices: Vec<Notice>,
+    /// The text the policy was read from (for the origin of each entry).
+    source: String,
 }
 
 /// Where a [`Policy`] came from.
@@ -131,7 +133,7 @@ struct CrateSections {
 }
 
 /// The tools' view of the file: keys no crate owns.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(default)]
 struct ToolKeys {
     files: ToolFileKeys,
@@ -141,22 +143,14 @@ struct ToolKeys {
 #[serde(default)]
 struct ToolFileKeys {
     max_read_bytes: u64,
-}
-
-impl Default for ToolKeys {
-    fn default() -> Self {
-        Self {
-            files: ToolFileKeys {
-                max_read_bytes: DEFAULT_MAX_READ_BYTES,
-            },
-        }
-    }
+    create_missing: bool,
 }
 
 impl Default for ToolFileKeys {
     fn default() -> Self {
         Self {
             max_read_bytes: DEFAULT_MAX_READ_BYTES,
+            create_missing: false,
         }
     }
 }
@@ -179,7 +173,10 @@ impl Policy {
         let text = std::fs::read_to_string(path).map_err(read_err)?;
         let absolute = std::path::absolute(path).map_err(read_err)?;
         let base = absolute.parent().unwrap_or(Path::new("/")).to_path_buf();
-        let mut policy = Self::from_toml(&text, &base)?;
+        let mut policy = Self::from_toml(&text, &base).map_err(|source| PolicyError::InFile {
+            path: absolute.clone(),
+            source: Box::new(source),
+        })?;
         policy.origin = Origin::File(absolute);
         Ok(policy)
     }
@@ -190,7 +187,11 @@ impl Policy {
     /// # Errors
     ///
     /// [`PolicyError::Syntax`], [`PolicyError::UnknownKey`] and
-    /// [`PolicyError::InvalidValue`], each with the line to fix.
+    /// [`PolicyError::InvalidValue`], each with the line to fix: that
+    /// includes a glob, domain, CIDR, DNS server or method that does not
+    /// parse, a method the egress client does not know, a `[shell]` section
+    /// that does not build, and a root that does not exist (unless
+    /// `create_missing = true` in `[files]`, which creates it).
     pub fn from_toml(text: &str, base: &Path) -> Result<Self, PolicyError> {
         let (sections, tools) = load::two_views::<CrateSections, ToolKeys>(text)?;
         let mut notices = Vec::new();
@@ -215,18 +216,33 @@ impl Policy {
                 base: base.to_path_buf(),
             },
             notices,
+            source: text.to_owned(),
         };
         policy.resolve_relative(base);
+        let spans = load::Spans::new(text);
+        validate::files(&spans, &policy.files, tools.files.create_missing)?;
+        validate::egress(&spans, &policy.egress)?;
+        if let Err(e) = policy.shell_policy() {
+            return Err(spans.invalid_section("shell", e.to_string()));
+        }
         Ok(policy)
     }
 
-    /// The built-in default policy (SPEC §5.1) for the directory `cwd`.
+    /// The built-in default policy for the directory `cwd`.
     ///
     /// # Errors
     ///
-    /// None in practice: the built-in text is tested to load. The `Result`
-    /// is kept so a future default can never panic.
+    /// [`PolicyError::UnsafeDefault`] when `cwd` is `/`, the user's home
+    /// directory itself, or a system directory (`/etc`, `/usr`, `/var`,
+    /// `/root`, ... and anything beneath `/etc`, `/usr`, `/bin`, `/sbin`,
+    /// `/lib*`, `/boot`, `/dev`, `/proc`, `/sys`): the default would let the
+    /// agent write everywhere under it.
     pub fn default_for(cwd: &Path) -> Result<Self, PolicyError> {
+        if crate::defaults::unsafe_for_default(cwd) {
+            return Err(PolicyError::UnsafeDefault {
+                dir: cwd.to_path_buf(),
+            });
+        }
         let mut policy = Self::from_toml(DEFAULT_POLICY_TOML, cwd)?;
         policy.origin = Origin::BuiltIn {
             base: cwd.to_path_buf(),
@@ -237,6 +253,14 @@ impl Policy {
     /// Where this policy came from.
     pub fn origin(&self) -> &Origin {
         &self.origin
+    }
+
+    /// The effective policy as TOML: every section with every key, defaults
+    /// expanded (the built-in blocked entries and the shell preset's
+    /// programs included), each value or list entry followed by a comment
+    /// saying where it came from — `built-in`, or the file and line.
+    pub fn effective_toml(&self) -> String {
+        crate::effective::render(self, &self.source)
     }
 
     /// Weakened defaults an operator must be told about (`defaults = false`).

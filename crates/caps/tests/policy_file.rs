@@ -1,5 +1,5 @@
-//! The policy file (SPEC §5.1): the corpus `data/policy_cases.toml`, the
-//! built-in default, relative paths, and `defaults = false` notices.
+//! The policy file: the corpus `data/policy_cases.toml`, the built-in
+//! default, relative paths, and `defaults = false` notices.
 
 use std::path::Path;
 
@@ -29,14 +29,18 @@ fn policy_file_corpus() {
     assert!(corpus.case.len() >= 12);
     let base = tempfile::tempdir().expect("tempdir");
     let mut failures = Vec::new();
+    let mut ran = 0usize;
     for case in &corpus.case {
+        ran += 1;
         let result = Policy::from_toml(&case.text, base.path());
         let (kind, key, line) = match &result {
             Ok(_) => ("ok", None, None),
             Err(PolicyError::UnknownKey { key, line }) => {
                 ("unknown-key", Some(key.clone()), Some(*line))
             }
-            Err(PolicyError::InvalidValue { line, .. }) => ("invalid-value", None, Some(*line)),
+            Err(PolicyError::InvalidValue { key, line, .. }) => {
+                ("invalid-value", Some(key.clone()), Some(*line))
+            }
             Err(PolicyError::Syntax { line, .. }) => ("syntax", None, Some(*line)),
             Err(_) => ("other", None, None),
         };
@@ -60,6 +64,7 @@ fn policy_file_corpus() {
             ));
         }
     }
+    assert_eq!(ran, corpus.case.len(), "every case ran");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -204,4 +209,77 @@ fn error_messages() {
     }
     let missing = Policy::load(Path::new("/definitely/not/here.toml")).expect_err("missing");
     insta::assert_snapshot!("missing_file", missing.to_string());
+}
+
+#[test]
+fn the_built_in_default_refuses_the_root_home_and_system_directories() {
+    for dir in ["/", "/etc", "/usr/lib", "/var", "/root"] {
+        let err = Policy::default_for(Path::new(dir)).unwrap_err();
+        assert!(
+            matches!(err, PolicyError::UnsafeDefault { .. }),
+            "{dir}: {err}"
+        );
+        assert!(err.to_string().contains("--policy"), "{err}");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        let err = Policy::default_for(Path::new(&home)).unwrap_err();
+        assert!(matches!(err, PolicyError::UnsafeDefault { .. }), "{err}");
+    }
+    let project = tempfile::tempdir().expect("tempdir");
+    assert!(Policy::default_for(project.path()).is_ok());
+}
+
+#[test]
+fn an_error_in_a_file_names_the_file_and_the_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("agentcaps.toml");
+    std::fs::write(&file, "[egress]\nallowed_methods = [\"FETCH\"]\n").expect("write");
+    let err = Policy::load(&file).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("agentcaps.toml"), "{text}");
+    assert!(text.contains("line 2"), "{text}");
+    assert_eq!(err.line(), Some(2));
+}
+
+#[test]
+fn the_effective_policy_marks_each_entry_with_its_origin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = std::fs::canonicalize(dir.path()).expect("canonical");
+    std::fs::create_dir_all(top.join("project")).expect("mkdir");
+    let file = top.join("policy.toml");
+    std::fs::write(
+        &file,
+        "[files]\nallowed = [\"project\"]\nblocked = [\"**/*.key\"]\n\n[egress]\nallowed_methods = [\"GET\"]\n",
+    )
+    .expect("write");
+    let policy = Policy::load(&file).expect("load");
+    let text = policy.effective_toml();
+    let origin = file.display().to_string();
+    let line_with = |needle: &str| {
+        text.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} missing:\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        line_with("\"**/*.key\"").ends_with(&format!("# {origin}:3")),
+        "{text}"
+    );
+    assert!(
+        line_with("\"GET\"").ends_with(&format!("# {origin}:6")),
+        "{text}"
+    );
+    // A default the file does not set, and a built-in blocked entry.
+    assert!(line_with("max_redirects").ends_with("# built-in"), "{text}");
+    assert!(
+        text.lines()
+            .filter(|l| l.trim_start().starts_with('"') && l.ends_with("# built-in"))
+            .count()
+            > 3,
+        "the built-in blocked entries are expanded:\n{text}"
+    );
+    // What it prints is itself a policy file that loads.
+    let again = top.join("again.toml");
+    std::fs::write(&again, &text).expect("write");
+    Policy::load(&again).unwrap_or_else(|e| panic!("{e}\n{text}"));
 }

@@ -333,6 +333,69 @@ fn policy_file_errors_name_the_key_and_line() {
 }
 
 #[test]
+fn policy_file_errors_name_the_file_and_the_line() {
+    let tree = common::Tree::new();
+    let bad = tree.top.join("methods.toml");
+    std::fs::write(
+        &bad,
+        "[files]\nallowed = [\"root\"]\n\n[egress]\nallowed_methods = [\"GET\", \"FETCH\"]\n",
+    )
+    .unwrap();
+    let args: Vec<String> = ["check", "policy", "--json", "--policy"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([bad.display().to_string()])
+        .collect();
+    let run = agentcaps(&tree.root, &args, None);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    let reason = json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("methods.toml") && reason.contains("line 5") && reason.contains("FETCH"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn check_policy_prints_the_effective_policy_with_origins() {
+    let tree = common::Tree::new();
+    let policy = tree.policy("allowed_commands = [\"ls\"]\n");
+    let args: Vec<String> = ["check", "policy", "--policy"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([policy.display().to_string()])
+        .collect();
+    let run = agentcaps(&tree.root, &args, None);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let origin = policy.display().to_string();
+    for needle in [
+        "[files]".to_owned(),
+        "[shell]".to_owned(),
+        "[egress]".to_owned(),
+        "[patch]".to_owned(),
+        format!("\"ls\",  # {origin}:"),
+        "max_redirects = 5  # built-in".to_owned(),
+    ] {
+        assert!(
+            run.stdout.contains(&needle),
+            "lacks {needle:?}:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn the_built_in_default_refuses_to_start_in_the_root_directory() {
+    let run = agentcaps(std::path::Path::new("/"), &["mcp".into()], None);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("--policy") && run.stdout.is_empty(),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn defaults_false_is_reported_loudly() {
     let tree = common::Tree::new();
     let file = tree.top.join("weak.toml");

@@ -129,7 +129,8 @@ fn url_inner(args: &UrlArgs) -> Result<Outcome, Outcome> {
     }
 }
 
-/// `check policy`: print the effective policy and its warnings.
+/// `check policy`: print the effective policy (every default expanded,
+/// each entry with its origin) and its warnings.
 pub(crate) fn policy(args: &CommonArgs) -> Outcome {
     let policy = match load_policy(args.policy.as_deref()) {
         Ok(policy) => policy,
@@ -137,27 +138,9 @@ pub(crate) fn policy(args: &CommonArgs) -> Outcome {
     };
     let warnings: Vec<String> = policy.notices().iter().map(ToString::to_string).collect();
     let origin = policy.origin().to_string();
-    let mut text = format!("# policy: {origin}\n");
-    for warning in &warnings {
-        text.push_str(&format!("# {warning}\n"));
-    }
-    if args.policy.is_none() {
-        text.push_str(agentcaps::DEFAULT_POLICY_TOML);
-    }
-    let built = policy
-        .path_policy()
-        .map_err(|e| e.to_string())
-        .and_then(|_| policy.shell_policy().map(|_| ()).map_err(|e| e.to_string()))
-        .and_then(|_| {
-            policy
-                .egress_policy()
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        });
-    match built {
-        Ok(()) => Outcome::allowed(text.trim_end().to_owned())
-            .with("origin", json!(origin))
-            .with("warnings", json!(warnings)),
-        Err(reason) => Outcome::usage("policy", reason).with("warnings", json!(warnings)),
-    }
+    let text = policy.effective_toml();
+    Outcome::allowed(text.trim_end().to_owned())
+        .with("origin", json!(origin))
+        .with("warnings", json!(warnings))
+        .with("effective", json!(text))
 }

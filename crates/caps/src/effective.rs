@@ -1,0 +1,109 @@
+//! The effective policy as TOML, each entry marked with its origin.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::load::Spans;
+use crate::{Origin, Policy};
+
+/// Renders `policy` (read from `source`) as commented TOML.
+pub(crate) fn render(policy: &Policy, source: &str) -> String {
+    let spans = Spans::new(source);
+    let from_file = match policy.origin() {
+        Origin::File(path) => Some(path.display().to_string()),
+        Origin::Text { .. } => Some("policy text".to_owned()),
+        Origin::BuiltIn { .. } => None,
+    };
+    let origin = |line: Option<usize>| match (&from_file, line) {
+        (Some(file), Some(line)) => format!("{file}:{line}"),
+        _ => "built-in".to_owned(),
+    };
+    let mut out = format!(
+        "# effective policy: {}\n# each entry says where it came from: built-in, or file:line\n",
+        policy.origin()
+    );
+    for notice in policy.notices() {
+        let _ = writeln!(out, "# {notice}");
+    }
+
+    // [files], with the tools' key and the built-in blocked entries.
+    let mut files = table(&policy.files);
+    files.insert(
+        "max_read_bytes".into(),
+        toml::Value::Integer(i64::try_from(policy.max_read_bytes).unwrap_or(i64::MAX)),
+    );
+    let built = policy.path_policy().ok();
+    if let Some(built) = &built {
+        extend_list(&mut files, "blocked", built.blocked());
+        extend_list(&mut files, "write_protected", built.write_protected());
+    }
+    section(&mut out, "files", &files, &spans, &origin);
+
+    let mut shell = table(&policy.shell);
+    if let Ok(built) = policy.shell_policy() {
+        extend_list(
+            &mut shell,
+            "allowed_commands",
+            built.allowed_commands().iter().map(String::as_str),
+        );
+    }
+    section(&mut out, "shell", &shell, &spans, &origin);
+    section(&mut out, "egress", &table(&policy.egress), &spans, &origin);
+    section(&mut out, "patch", &table(&policy.patch), &spans, &origin);
+    out
+}
+
+fn table<T: Serialize>(value: &T) -> toml::Table {
+    match toml::Value::try_from(value) {
+        Ok(toml::Value::Table(table)) => table,
+        _ => toml::Table::new(),
+    }
+}
+
+/// Adds to the list `key` the entries of `all` it lacks.
+fn extend_list<'a>(table: &mut toml::Table, key: &str, all: impl Iterator<Item = &'a str>) {
+    let list = table
+        .entry(key)
+        .or_insert_with(|| toml::Value::Array(Vec::new()));
+    if let toml::Value::Array(items) = list {
+        for entry in all {
+            if !items.iter().any(|item| item.as_str() == Some(entry)) {
+                items.push(toml::Value::String(entry.to_owned()));
+            }
+        }
+    }
+}
+
+fn section(
+    out: &mut String,
+    name: &str,
+    table: &toml::Table,
+    spans: &Spans<'_>,
+    origin: &dyn Fn(Option<usize>) -> String,
+) {
+    let _ = writeln!(out, "\n[{name}]");
+    for (key, value) in table {
+        match value {
+            toml::Value::Array(items)
+                if !items.is_empty() && !items.iter().any(toml::Value::is_table) =>
+            {
+                // The file's entries come first, in order; what follows
+                // them is a built-in expansion.
+                let _ = writeln!(out, "{key} = [");
+                for (index, item) in items.iter().enumerate() {
+                    let line = spans.element_line(name, key, index);
+                    let _ = writeln!(out, "    {item},  # {}", origin(line));
+                }
+                let _ = writeln!(out, "]");
+            }
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "{key} = {value}  # {}",
+                    origin(spans.key_line(name, key))
+                );
+            }
+        }
+    }
+}
