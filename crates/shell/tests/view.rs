@@ -9,5 +9,7 @@ mod support;
 mod isolation;
 #[path = "view/masking.rs"]
 mod masking;
+#[path = "view/real_work.rs"]
+mod real_work;
 #[path = "view/writeback.rs"]
 mod writeback;
