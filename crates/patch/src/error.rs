@@ -35,7 +35,7 @@ impl Unsupported {
             Unsupported::Binary => "binary-patch",
             Unsupported::Copy => "copy",
             Unsupported::ModeChange => "mode-change",
-            Unsupported::Symlink => "symlink",
+            Unsupported::Symlink => "symlink-mode",
             Unsupported::Submodule => "submodule",
             Unsupported::UnknownHeader => "unknown-header",
         }
@@ -204,7 +204,19 @@ impl Bound {
         }
     }
 
-    /// The configuration key, which is also the rule id.
+    /// The stable rule id: the configuration key in kebab case
+    /// (`max-hunks`), or `match-work`.
+    pub fn rule(self) -> &'static str {
+        match self {
+            Bound::PatchBytes => "max-patch-bytes",
+            Bound::Files => "max-files",
+            Bound::Hunks => "max-hunks",
+            Bound::TargetBytes => "max-target-bytes",
+            Bound::MatchWork => "match-work",
+        }
+    }
+
+    /// The configuration key (`max_hunks`); `match-work` has none.
     pub fn key(self) -> &'static str {
         match self {
             Bound::PatchBytes => "max_patch_bytes",
@@ -415,7 +427,7 @@ pub enum PatchError {
         lines: Vec<usize>,
     },
     /// A limit of the configuration was exceeded.
-    #[error("refused ({}): {actual} {unit}, more than the limit of {limit}{}", .bound.key(), bound_subject(*bound, path.as_deref()), unit = .bound.unit())]
+    #[error("refused ({}): {actual} {unit}, more than the limit of {limit}{}", .bound.rule(), bound_subject(*bound, path.as_deref()), unit = .bound.unit())]
     Bound {
         /// Which limit.
         bound: Bound,
@@ -465,9 +477,10 @@ fn bound_subject(bound: Bound, path: Option<&str>) -> String {
             path.unwrap_or_default()
         );
     }
+    let key = bound.key();
     match path {
-        Some(p) => format!(" for {p:?}; split the change or raise the limit in the policy"),
-        None => "; split the patch or raise the limit in the policy".to_owned(),
+        Some(p) => format!(" for {p:?}; split the change or raise `{key}` in the policy"),
+        None => format!("; split the patch or raise `{key}` in the policy"),
     }
 }
 
@@ -520,7 +533,7 @@ pub(crate) fn cut(s: &str) -> String {
 
 impl PatchError {
     /// A short stable id of the rule or failure (`"dot-dot"`, `"symlink"`,
-    /// `"ambiguous"`, `"max_hunks"`, ... or the path policy's own rule).
+    /// `"ambiguous"`, `"max-hunks"`, ... or the path policy's own rule).
     pub fn rule(&self) -> &'static str {
         match self {
             PatchError::Parse { .. } => "parse",
@@ -535,7 +548,7 @@ impl PatchError {
             PatchError::State { check, .. } => check.rule(),
             PatchError::NoMatch { .. } => "no-match",
             PatchError::Ambiguous { .. } => "ambiguous",
-            PatchError::Bound { bound, .. } => bound.key(),
+            PatchError::Bound { bound, .. } => bound.rule(),
             PatchError::Io { .. } => "io",
             PatchError::RollbackFailed { .. } => "rollback-failed",
         }

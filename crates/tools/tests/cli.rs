@@ -473,7 +473,7 @@ fn an_oversized_patch_is_refused_by_its_size() {
     let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
     assert_eq!(
         (run.code, json["rule"].as_str()),
-        (3, Some("max_patch_bytes")),
+        (3, Some("max-patch-bytes")),
         "{json}"
     );
     assert_eq!(
