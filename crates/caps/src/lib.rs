@@ -56,6 +56,11 @@
 mod defaults;
 mod effective;
 mod error;
+
+/// Every rule ID the crates report, what each means and which crates
+/// report it (checked against the crates' sources by a test).
+#[doc = include_str!("../RULES.md")]
+pub mod rules {}
 mod load;
 mod policy;
 mod validate;
