@@ -24,6 +24,23 @@ pub enum Preset {
     Development,
 }
 
+/// `[shell] network`: what network a command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Network {
+    /// No network at all: a network namespace of its own with only a
+    /// private loopback (the command's own test servers work). The
+    /// default.
+    None,
+    /// Only through the egress judge, by an HTTP proxy. Not available yet:
+    /// a policy asking for it is refused.
+    Proxy,
+    /// The host's network, unfiltered. Only with the `development` preset:
+    /// it is not a sandbox.
+    Host,
+}
+
 /// The `[shell]` section of the policy file. Every field has a default;
 /// unknown keys are left to the facade.
 ///
@@ -78,8 +95,14 @@ pub struct ShellPolicyConfig {
     pub allow_stdin: bool,
     /// When Windows option rules apply (`"auto"` or `"always"`).
     pub windows_rules: WindowsRules,
-    /// Let commands use the network (kernel enforcement).
+    /// Let commands use the network (kernel enforcement). The older spelling
+    /// of `network = "host"`, with no preset restriction; `network` wins
+    /// when both are given and they disagree is an error.
     pub allow_network: bool,
+    /// `"none"` (default: a private loopback only), `"host"` (the host's
+    /// network, unfiltered; `development` preset only) or `"proxy"` (not
+    /// available yet).
+    pub network: Option<Network>,
     /// Refuse to run when the kernel cannot enforce the policy.
     pub require_kernel_enforcement: bool,
 }
@@ -103,6 +126,7 @@ impl Default for ShellPolicyConfig {
             allow_stdin: false,
             windows_rules: WindowsRules::Auto,
             allow_network: false,
+            network: None,
             require_kernel_enforcement: false,
         }
     }
@@ -157,6 +181,29 @@ impl ShellPolicyConfig {
         for table in &self.rules {
             builder = builder.rules(table.clone());
         }
+        let allow_network = match self.network {
+            None => self.allow_network,
+            Some(Network::None) if self.allow_network => {
+                return Err(config(
+                    "network = \"none\" and allow_network = true disagree; keep one of them"
+                        .to_owned(),
+                ));
+            }
+            Some(Network::None) => false,
+            Some(Network::Host) if preset != Some(Preset::Development) => {
+                return Err(config(
+                    "network = \"host\" gives commands the host's network unfiltered and is allowed only with preset = \"development\"; use network = \"none\""
+                        .to_owned(),
+                ));
+            }
+            Some(Network::Host) => true,
+            Some(Network::Proxy) => {
+                return Err(config(
+                    "network = \"proxy\" is not available in this version; use network = \"none\" (or \"host\" with the development preset)"
+                        .to_owned(),
+                ));
+            }
+        };
         builder
             .timeout(Duration::from_millis(self.timeout_ms))
             .max_output_bytes(self.max_output_bytes)
@@ -164,7 +211,7 @@ impl ShellPolicyConfig {
             .allow_agent_environment(self.allow_agent_environment)
             .allow_stdin(self.allow_stdin)
             .windows_rules(self.windows_rules)
-            .allow_network(self.allow_network)
+            .allow_network(allow_network)
             .require_kernel_enforcement(self.require_kernel_enforcement)
             .build()
     }

@@ -48,8 +48,12 @@
 //! ([`danger::development`]) is **not a sandbox**: its programs run
 //! arbitrary code by design and it inherits the whole environment. Hard
 //! links cannot be seen by any path check. Argument checks judge what a
-//! command is asked to touch; what a program opens by itself is the
-//! kernel's to stop ([`kernel`]).
+//! command is asked to touch; what a program does by itself is the
+//! kernel's to stop: on Linux each command runs in a private view of the
+//! machine where blocked entries are absent, its writes are judged and
+//! committed all-or-none when it ends ([`RunResult::changes`]), and nothing
+//! it started survives it ([`kernel`] says exactly what holds, and what
+//! the `partial` fallback does not).
 //!
 //! # Crate features
 //!
@@ -57,8 +61,10 @@
 //!   enforcement seam. Without it the crate is a validator only, with no
 //!   tokio dependency.
 //! - `landlock` (default, implies `runner`): on Linux, every command runs in
-//!   a Landlock domain built from the same policy; the level achieved is in
-//!   each [`RunResult`].
+//!   its private view ([`kernel::view`], needs a view helper: the
+//!   `agentcaps-view` binary of this crate, or any binary that calls
+//!   [`kernel::view::dispatch`]) with a Landlock domain built from the same
+//!   policy; what was enforced is in each [`RunResult`].
 #![forbid(unsafe_code)]
 
 mod budget;
@@ -88,7 +94,7 @@ mod view_run;
 #[cfg(feature = "runner")]
 pub mod writeback;
 
-pub use config::{Preset, ShellPolicyConfig};
+pub use config::{Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
 pub use policy::{

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::error::ShellError;
-use crate::kernel::view::plan::{Layer, Request, plan};
+use crate::kernel::view::plan::{Request, plan};
 use crate::kernel::view::spec::{INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
 use crate::kernel::view::staging::{Staging, default_base};
 use crate::kernel::view::{HELPER_ARG, default_helper};
@@ -14,7 +14,7 @@ use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
 use crate::policy::ShellPolicy;
 use crate::request::ValidatedCommand;
 use crate::runner::{Exit, RunResult, exit_of, prepare, supervise};
-use crate::writeback::{self, Changes, CommitFault, RefusedChange, RootOps};
+use crate::writeback::{self, CommitFault};
 
 /// How long to wait, after a timeout, for the view's processes to be gone.
 const GONE_AFTER_KILL: Duration = Duration::from_secs(5);
@@ -133,10 +133,27 @@ impl ShellPolicy {
             _ if ran.timed_out => Exit::Signal(9),
             _ => exit_of(ran.status),
         };
-        let changes = self.write_back(paths, &planned.layers, &command.cwd);
+        let layers: Vec<(&Path, &Path)> = planned
+            .layers
+            .iter()
+            .map(|layer| (layer.root.as_path(), layer.upper.as_path()))
+            .collect();
+        let changes = writeback::write_back(
+            paths,
+            &layers,
+            &command.cwd,
+            self.view.commit_fault.map(CommitFault),
+        );
         let rules = KernelRules::from_policy(Some(paths), &command.program, true, false);
         let landlock = kernel::would_enforce(&rules);
         let (enforced, reason) = match landlock {
+            Enforcement::Full if self.allow_network => (
+                Enforcement::Partial { abi: FULL_ABI },
+                Some(
+                    "the command shares the host's network (network = \"host\"): that part is not a sandbox"
+                        .to_owned(),
+                ),
+            ),
             Enforcement::Full => (Enforcement::Full, None),
             Enforcement::Partial { abi } => (
                 Enforcement::Partial { abi },
@@ -159,76 +176,6 @@ impl ShellPolicy {
             reason,
             Some(changes),
         ))))
-    }
-
-    /// Judges and commits the writes the command left in each writable
-    /// root's staging layer.
-    fn write_back(
-        &self,
-        paths: &agentcaps_paths::PathPolicy,
-        layers: &[Layer],
-        cwd: &Path,
-    ) -> Changes {
-        let mut changes = Changes::default();
-        let mut roots = Vec::new();
-        for layer in layers {
-            let entries = match writeback::scan(&layer.root, &layer.upper) {
-                Ok(entries) => entries,
-                Err(error) => {
-                    changes.refused.push(RefusedChange {
-                        path: crate::writeback::shown(&layer.root, cwd),
-                        action: crate::writeback::ChangeAction::Modify,
-                        rule: "staging-unreadable".to_owned(),
-                        reason: format!(
-                            "the command's changes could not be read ({error}); none of them landed"
-                        ),
-                    });
-                    continue;
-                }
-            };
-            let judged = writeback::judge(paths, &layer.root, &entries);
-            for refused in judged.refused {
-                changes
-                    .refused
-                    .push(writeback::refused_change(&layer.root, cwd, refused));
-            }
-            if !judged.ops.is_empty() {
-                roots.push(RootOps {
-                    root: &layer.root,
-                    ops: judged.ops,
-                });
-            }
-        }
-        if roots.is_empty() {
-            return changes;
-        }
-        let committed = paths
-            .open_beneath()
-            .map_err(|e| e.to_string())
-            .and_then(|beneath| {
-                writeback::commit(
-                    &beneath,
-                    &roots,
-                    cwd,
-                    self.view.commit_fault.map(CommitFault),
-                )
-            });
-        match committed {
-            Ok(applied) => changes.applied = applied,
-            Err(reason) => {
-                for root in &roots {
-                    for op in &root.ops {
-                        changes.refused.push(RefusedChange {
-                            path: crate::writeback::shown(&root.root.join(op.rel()), cwd),
-                            action: op.action(),
-                            rule: "commit-failed".to_owned(),
-                            reason: format!("none of the command's changes landed: {reason}"),
-                        });
-                    }
-                }
-            }
-        }
-        changes
     }
 }
 

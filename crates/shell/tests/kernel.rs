@@ -366,6 +366,9 @@ fn enforcement_serialises_as_the_words_of_the_run_result() {
     for (level, text) in [
         (Enforcement::Full, "full"),
         (Enforcement::Partial { abi: 4 }, "partial (abi 4)"),
+        // A run without its private view is partial whatever the ABI.
+        (Enforcement::Partial { abi: 7 }, "partial (abi 7)"),
+        (Enforcement::Partial { abi: 0 }, "partial (abi 0)"),
         (Enforcement::None, "none"),
     ] {
         assert_eq!(level.to_string(), text);
@@ -378,8 +381,8 @@ fn enforcement_serialises_as_the_words_of_the_run_result() {
     }
     for bad in [
         "\"Full\"",
-        "\"partial (abi 0)\"",
-        "\"partial (abi 6)\"",
+        "\"partial (abi 256)\"",
+        "\"partial (abi -1)\"",
         "\"partial (abi x)\"",
         "\"partial\"",
         "4",

@@ -22,8 +22,9 @@ pub const FULL_ABI: u8 = 6;
 pub enum Enforcement {
     /// Every rule is enforced by the kernel (Landlock ABI 6 or later).
     Full,
-    /// The rules up to Landlock ABI `abi` are enforced; the others only by
-    /// the argument checks. See the module docs for what each ABI adds.
+    /// Part of the confinement held: the rules up to Landlock ABI `abi`
+    /// (0: none), and not everything else (no private view, or the host's
+    /// network); the run's `enforced_reason` says what is missing.
     Partial {
         /// The Landlock ABI whose features were enforced (1 to 5).
         abi: u8,
@@ -63,11 +64,9 @@ impl fmt::Display for Enforcement {
     }
 }
 
-/// The text was not `full`, `partial (abi N)` (N from 1 to 5) or `none`.
+/// The text was not `full`, `partial (abi N)` or `none`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "`{text}` is not an enforcement level: expected `full`, `partial (abi N)` with N from 1 to 5, or `none`"
-)]
+#[error("`{text}` is not an enforcement level: expected `full`, `partial (abi N)` or `none`")]
 pub struct ParseEnforcementError {
     /// The text that was not understood.
     pub text: String,
@@ -89,10 +88,9 @@ impl FromStr for Enforcement {
                     .and_then(|rest| rest.strip_suffix(')'))
                     .and_then(|n| n.parse().ok())
                     .ok_or_else(bad)?;
-                match Self::for_abi(abi) {
-                    partial @ Self::Partial { .. } => Ok(partial),
-                    _ => Err(bad()),
-                }
+                // Any level: a run without its private view is partial even
+                // with a full Landlock ABI.
+                Ok(Self::Partial { abi })
             }
         }
     }

@@ -1,11 +1,15 @@
-//! Kernel enforcement: run a command inside a Linux Landlock domain derived
-//! from the same policy that judged its arguments.
+//! Kernel enforcement: run a command in a private view of the machine
+//! (Linux namespaces), inside a Landlock domain derived from the same
+//! policy that judged its arguments, and judge its writes before they land.
 //!
 //! The argument checks decide what a command is *asked* to touch; a program
-//! can still open other files by itself (`make` running recipes, `git`
-//! reading hooks). [`spawn_confined`] closes that gap where the kernel can:
-//! the child starts inside a Landlock domain built from [`KernelRules`], and
-//! every process it starts inherits the domain.
+//! can still open other files by itself (`make` running recipes, an
+//! interpreter told to `cat .env`, `cp config .git/`). The runner closes
+//! that gap with the kernel: the command runs in its private [`view`],
+//! where secrets are absent and its writes are judged when it ends, inside
+//! a Landlock domain built from [`KernelRules`]. [`spawn_confined`] is the
+//! Landlock half on its own (and the fallback where there is no view): the
+//! child starts inside the domain, and every process it starts inherits it.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -27,83 +31,104 @@
 //!
 //! # What is enforced
 //!
-//! With the `landlock` feature, on Linux, best effort by default; the level
-//! achieved is returned with every child as [`Enforcement`]
-//! (`full | partial (abi N) | none`), and [`KernelRules::require`] refuses to
-//! run ([`KernelRefusal`]) unless it is `full`.
+//! On Linux, with the `landlock` feature and a path policy, every command
+//! the runner starts ([`ShellPolicy::run`](crate::ShellPolicy::run)) runs
+//! in its **private view** ([`view`]) with **Landlock** inside it as a
+//! second wall, and its writes are **judged before they land**
+//! ([`writeback`](crate::writeback)). The result's `enforced` is `full`
+//! only when all three held:
+//!
+//! - **Namespaces**: new user, mount, PID and IPC namespaces, and a new
+//!   network namespace (only a private loopback) unless the shell allows
+//!   the network. Nothing of the host exists in the view but the runtime
+//!   (read-only: [`RUNTIME_DIRS`], [`RUNTIME_ETC`], `/etc/alternatives`,
+//!   the program's, loader's and interpreter's directories and the
+//!   installation it resolves into — `~/.pyenv`, `~/.rustup` with
+//!   `~/.cargo/bin`, `/opt/TOOL`), a minimal `/dev` (`null zero full
+//!   random urandom tty`, a private `pts`, `ptmx` and `shm`), a fresh
+//!   `/proc` of its own PID namespace, a private empty `/tmp`, the
+//!   read-only roots read-only, and each writable root as an overlay over a
+//!   private staging directory. No `$HOME`, no `/var/run/docker.sock`, no
+//!   UDP or UNIX socket of the host, no other user's files: what the view
+//!   does not hold answers "no such file".
+//! - **Secrets are absent**: every blocked entry inside a root (`**/.env*`,
+//!   keys, the host's blocked list) is masked — a file is absent, a
+//!   directory empty — so `grep -r` finds nothing. `.git` stays visible
+//!   even where it is blocked, because git must read it; what a command
+//!   writes there is judged like any other write (and refused where `.git`
+//!   is blocked).
+//! - **Judged write-back**: when the command ends (exit, signal or
+//!   timeout), every change it made in a writable root is judged as a write
+//!   through the path policy — protected persistence files (`.git/hooks`,
+//!   `.git/config`, `.envrc`, …), blocked names in any letter case,
+//!   non-portable names, links whose target leaves the roots, FIFOs,
+//!   sockets and devices, set-id and sticky bits (the file lands without
+//!   them), hard links to files the command did not create — and the
+//!   allowed ones are committed all together or not at all; the result
+//!   lists both (`changes.applied`, `changes.refused` with rule and reason).
+//! - **Nothing outlives the command**: its first process is PID 1 of the
+//!   namespace; when the command ends or times out, every process in the
+//!   namespace is killed (a `setsid` and double fork cannot escape). Only
+//!   stdin, stdout and stderr are inherited.
+//! - **Landlock** inside the view (table below), `no_new_privs`, and every
+//!   capability set emptied (bounding and ambient included).
 //!
 //! | Landlock ABI | what the domain enforces from that ABI on |
 //! |---|---|
 //! | 1 | read, list, execute only beneath the read roots, the writable roots and the runtime list; write, create (files, dirs, links, devices, fifos, sockets), remove only beneath the writable roots |
 //! | 2 | renames and links across directories (below ABI 2 they are all denied, which is stricter) |
 //! | 3 | truncation (`O_TRUNC`, `truncate`) only beneath the writable roots |
-//! | 4 | TCP `bind` and `connect` denied unless [`KernelRules::allow_network`] |
+//! | 4 | TCP `bind` and `connect` denied unless [`KernelRules::allow_network`] (inside a private network namespace TCP is left to the namespace: only the command's own loopback is there) |
 //! | 5 | `ioctl` on devices only beneath the writable roots |
-//! | 6 | abstract UNIX sockets and signals scoped to the domain: the command cannot connect to an abstract socket or signal a process started outside it |
+//! | 6 | abstract UNIX sockets and signals scoped to the domain |
 //!
-//! `full` means ABI 6 or later ([`FULL_ABI`]). This machine's kernels have
-//! ABI 7. Landlock also keeps the command from `ptrace`-ing (and so from
-//! reading `/proc/PID/environ` or memory of) any process outside its domain,
-//! and the domain comes with `no_new_privs`: set-user-ID and file-capability
-//! programs (`sudo`, `su`) run without their privileges. Landlock leaves
-//! capabilities alone, so when the host itself is privileged (root) the
-//! command is started with every capability set emptied (bounding and
-//! ambient included): no module loading, raw sockets, `chown` of others'
-//! files or BPF, even as uid 0.
+//! The Landlock level of a run alone is [`Enforcement`]; `full` needs ABI
+//! 6 or later ([`FULL_ABI`]). This machine's kernels have ABI 7.
 //!
-//! The runtime list (never writable) is [`RUNTIME_DIRS`] (`/usr` and the
-//! top-level `bin`/`lib` links into it; read and execute), [`RUNTIME_ETC`]
-//! (a short list of `/etc` files: loader cache, users, resolver, time zone,
-//! locale aliases, magic, git's system config, CA certificates; read only),
-//! [`RUNTIME_DEVICES_READ`] (`/dev/zero`, `/dev/random`, `/dev/urandom`),
-//! [`RUNTIME_DEVICES_RW`] (`/dev/null`, `/dev/full`), and for the resolved
-//! program ([`KernelRules::program`]) its real directory, its ELF
-//! interpreter's (the loader) and a `#!` interpreter's (read and execute).
-//! It is granted even where the path policy blocks it (`/dev` is blocked for
-//! arguments by default): programs cannot start without it.
+//! # Fallback, and what it does not enforce
 //!
-//! # Running real tools inside the domain
+//! Where the view cannot be had — user namespaces disabled, a security
+//! module or container forbidding them, no view helper known, no path
+//! policy, or off by the host
+//! ([`ShellPolicyBuilder::private_view`](crate::ShellPolicyBuilder::private_view))
+//! — the command runs with Landlock only ([`spawn_confined`]), and the
+//! result says `partial` with the reason (`enforced_reason`);
+//! `require_kernel_enforcement = true` refuses to run instead. In that
+//! mode:
 //!
-//! Programs that read per-user files outside the roots fail inside the
-//! domain: `git` treats an unreadable `~/.gitconfig` as fatal, `cargo` needs
-//! `~/.cargo` and `~/.rustup`, compilers and `sort` want `/tmp`. List such
-//! places as read-only roots of the path policy (then the argument checks
-//! allow them too), point `HOME` and `TMPDIR` inside a writable root, or
-//! leave kernel enforcement best effort and accept the failure. Nothing
-//! outside the policy is granted behind its back.
+//! - blocked and write-protected entries *inside* a root are guarded only
+//!   by the argument checks (Landlock grants whole trees): a program can
+//!   read `.env` or write `.git/hooks` by itself, and its writes land
+//!   unjudged;
+//! - UDP, raw and netlink sockets and *pathname* UNIX sockets outside the
+//!   roots are reachable; a process that leaves the group (`setsid`)
+//!   survives; `stat`, `chmod`, `chown` of the user's own files outside the
+//!   roots work; descriptors the host left open are inherited.
 //!
-//! # What is not enforced
+//! # Known limits of the view
 //!
-//! - **Blocked entries inside a root.** Landlock only *adds* rights beneath a
-//!   directory, so everything beneath a read root is readable and everything
-//!   beneath a writable root writable — `.git/hooks`, `.git/config`,
-//!   `**/.env` and the rest of the blocked and write-protected lists inside
-//!   a root are guarded **only by the argument checks**, and a program
-//!   (`make`, `git`) can still write them by itself. Granting write per
-//!   subdirectory and leaving the protected ones out is not sound: a right
-//!   to create anywhere is inherited by every directory below, so the root
-//!   itself could not accept a new file, and patterns such as `**/.bashrc`
-//!   name a place in *every* directory.
-//! - Metadata: Landlock does not control `stat`, `readlink`, `chdir` or
-//!   path walks, so a command can learn whether a path outside the roots
-//!   exists and its size and times (not its content or listing); nor
-//!   `chmod`, `chown`, `utimes` and extended attributes, so it can change
-//!   the mode, times and attributes of files *its user owns* outside the
-//!   roots (`chmod 644 ~/.ssh/id_rsa`; pinned by a test). Without
-//!   capabilities it cannot touch others' files.
-//! - Network other than TCP: UDP (so data can still leave through DNS
-//!   queries or any UDP service), raw and netlink sockets, and connecting
-//!   to *pathname* UNIX sockets outside the roots, such as an SSH agent or a
-//!   container daemon socket (ABI 9 adds that; it is not requested here).
-//!   Both gaps are pinned by tests.
-//! - Executing: anything beneath a read root, a writable root or a runtime
-//!   directory may be executed (a program written into a writable root
-//!   included); the argument checks choose `argv[0]`, the kernel does not.
-//! - Files already open when the command starts (the runner passes only
-//!   pipes), CPU, memory and time (the runner's timeout bounds time).
-//! - `/proc`, `/sys`, `/tmp` and the rest of `/dev` are not granted: a
-//!   program that needs scratch space must be given a `TMPDIR` inside a
-//!   writable root.
+//! - **Renames** of a directory that existed before the command fail with
+//!   `EXDEV` inside the view (an unprivileged overlay cannot redirect
+//!   them); programs such as `mv` fall back to copying. A rename is
+//!   reported as a delete and a create.
+//! - Files of a writable root owned by another user than the host's cannot
+//!   be modified in the view (the overlay's copy-up fails).
+//! - Hard links between files the command created land as separate copies.
+//! - Permission changes of existing directories are refused (listed with
+//!   rule `directory-mode`).
+//! - The roots are walked before every command to find the blocked entries
+//!   (not `.git`'s contents); more than a million entries and the view is
+//!   not built (the run falls back and says so).
+//! - Commands are short-lived here: long-running work (a dev server) is
+//!   out of scope; a command's writes are judged when it ends.
+//! - Hard links inside a root to a file elsewhere are read like any file.
+//!
+//! # Running real tools
+//!
+//! `git`, `cargo build`, `python3 -m unittest`, `make` work in the view
+//! (tested). A program that needs per-user files outside the roots (a
+//! `~/.gitconfig`) does not find them; list such places as read-only roots
+//! of the path policy, or point `HOME` inside a writable root.
 //!
 //! # How the parent stays unrestricted
 //!

@@ -21,7 +21,82 @@ mod commit;
 mod judge;
 mod scan;
 
+use std::path::Path;
+
+use agentcaps_paths::PathPolicy;
+
 pub use changes::{Change, ChangeAction, Changes, RefusedChange};
-pub(crate) use commit::{CommitFault, RootOps, commit};
-pub(crate) use judge::{judge, refused_change, shown};
-pub(crate) use scan::scan;
+pub(crate) use commit::CommitFault;
+use commit::{RootOps, commit};
+use judge::{judge, refused_change, shown};
+use scan::scan;
+
+/// Judges the changes each staging layer holds over its root (`(root,
+/// upper)` pairs) and commits the allowed ones, all or none; what a run in
+/// the private view does when the command has ended. Paths are shown
+/// relative to `cwd` when beneath it. Public for benchmarks and tests.
+#[doc(hidden)]
+#[must_use]
+pub fn write_back_layers(paths: &PathPolicy, layers: &[(&Path, &Path)], cwd: &Path) -> Changes {
+    write_back(paths, layers, cwd, None)
+}
+
+/// [`write_back_layers`] with a test fault.
+pub(crate) fn write_back(
+    paths: &PathPolicy,
+    layers: &[(&Path, &Path)],
+    cwd: &Path,
+    fault: Option<CommitFault>,
+) -> Changes {
+    let mut changes = Changes::default();
+    let mut roots = Vec::new();
+    for &(root, upper) in layers {
+        let entries = match scan(root, upper) {
+            Ok(entries) => entries,
+            Err(error) => {
+                changes.refused.push(RefusedChange {
+                    path: shown(root, cwd),
+                    action: ChangeAction::Modify,
+                    rule: "staging-unreadable".to_owned(),
+                    reason: format!(
+                        "the command's changes could not be read ({error}); none of them landed"
+                    ),
+                });
+                continue;
+            }
+        };
+        let judged = judge(paths, root, &entries);
+        for refused in judged.refused {
+            changes.refused.push(refused_change(root, cwd, refused));
+        }
+        if !judged.ops.is_empty() {
+            roots.push(RootOps {
+                root,
+                ops: judged.ops,
+            });
+        }
+    }
+    if roots.is_empty() {
+        return changes;
+    }
+    let committed = paths
+        .open_beneath()
+        .map_err(|e| e.to_string())
+        .and_then(|beneath| commit(&beneath, &roots, cwd, fault));
+    match committed {
+        Ok(applied) => changes.applied = applied,
+        Err(reason) => {
+            for root in &roots {
+                for op in &root.ops {
+                    changes.refused.push(RefusedChange {
+                        path: shown(&root.root.join(op.rel()), cwd),
+                        action: op.action(),
+                        rule: "commit-failed".to_owned(),
+                        reason: format!("none of the command's changes landed: {reason}"),
+                    });
+                }
+            }
+        }
+    }
+    changes
+}

@@ -219,3 +219,29 @@ fn the_private_loopback_works_for_the_command_itself() {
     );
     assert_eq!(result.stdout, "ping\ntcp ok\n", "{result:?}");
 }
+
+#[test]
+fn the_network_key_gives_the_host_network_only_to_the_development_preset() {
+    let parse = |text: &str| -> agentcaps_shell::ShellPolicyConfig {
+        toml::from_str(text).expect("config")
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let with_dir = |text: &str| {
+        format!(
+            "working_directory = \"{}\"\npath_policy = false\n{text}",
+            dir.path().display()
+        )
+    };
+    let host = parse(&with_dir("network = \"host\""));
+    let error = host.build(None).expect_err("host needs development");
+    assert!(error.to_string().contains("only with preset = \"development\""), "{error}");
+    let host_dev = parse(&with_dir("preset = \"development\"\nnetwork = \"host\""));
+    assert!(host_dev.build(None).expect("allowed").allows_network());
+    let proxy = parse(&with_dir("network = \"proxy\""));
+    let error = proxy.build(None).expect_err("not available");
+    assert!(error.to_string().contains("not available"), "{error}");
+    let none = parse(&with_dir("network = \"none\""));
+    assert!(!none.build(None).expect("none").allows_network());
+    let clash = parse(&with_dir("network = \"none\"\nallow_network = true"));
+    assert!(clash.build(None).is_err());
+}

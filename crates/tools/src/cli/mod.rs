@@ -23,18 +23,24 @@ writable (.git and **/.env* blocked, plus built-in secrets), the read-only shell
 with file arguments held to that, web requests to public addresses with GET/HEAD,
 and patches under the current directory. `agentcaps check policy` prints it.
 
-Kernel enforcement (Linux, Landlock): `run` and the shell_command tool start every
-command inside a Landlock domain built from the same policy: read and execute only
-beneath the [files] roots and a short runtime list (/usr, the program's and loader's
-directories, a few /etc files, /dev/null, the random devices); write, create, remove
-and rename only beneath the writable roots; no TCP bind/connect unless the shell
-allows network; abstract UNIX sockets and signals confined to the command's own
-processes; no_new_privs and no capabilities. Each result says `enforced: full |
-partial (abi N) | none` (`check shell` says what would be enforced), and
-`require_kernel_enforcement = true` in [shell] refuses to run unless it is `full`.
-NOT enforced by the kernel: blocked and write-protected entries *inside* a root
-(.git/hooks, **/.env: only the argument checks guard them), chmod/chown/stat of
-files outside the roots, UDP and pathname UNIX sockets.
+Confinement (Linux): `run` and the shell_command tool start every command in a private
+view: its own user, mount, PID, IPC and network namespaces (only its own loopback, unless
+the shell allows network); only the runtime (read-only), the [files] roots (read-only
+ones read-only, writable ones as an overlay), a private /tmp, a minimal /dev and its own
+/proc. Blocked entries inside the roots (.env, keys, blocked dirs) are absent; .git stays
+visible to commands. Landlock inside, no_new_privs, no capabilities. When the command
+ends, every process it started is killed, and each change it made is judged like a
+write_file (.git/hooks, .git/config, .envrc, blocked names in any case, links leaving the
+roots, FIFOs/devices, set-id bits, hard links to others' files are refused) and the
+allowed ones are committed all-or-none. Results carry `changes.applied` and
+`changes.refused` (path, action, rule, reason); `run` lists refused ones on stderr and
+exits 0. `enforced` is `full` only when the view, the write-back and Landlock all held;
+where user namespaces are unavailable it is `partial` with `enforced_reason` (then only
+Landlock and the argument checks hold: a program can read blocked entries inside a root
+and write protected ones by itself), and `require_kernel_enforcement = true` in [shell]
+refuses to run instead. `check shell` says which mode would apply. Known limits: renaming
+a directory that existed before fails inside the view (EXDEV), permission changes of
+existing directories are refused.
 
 Examples:
   agentcaps check path ../etc/passwd src/main.rs

@@ -1,0 +1,119 @@
+//! Committing a command's writes: the write-back of 1000 changed files
+//! (scan the staging layer, judge each, stage, exchange, release) against
+//! copying the same 1000 files with `cp`, in the same run. The issue's
+//! target: at most 1.5×.
+//!
+//! Each iteration prepares a fresh tree (1000 files of 2 KiB) and a staging
+//! layer holding a new version of each, outside the timing; both contenders
+//! run back to back so that both see the same load. Before criterion runs,
+//! the bench prints the medians of 15 interleaved pairs and their ratio.
+//!
+//! `cargo bench -p agentcaps-shell --bench writeback`
+
+// criterion's macros generate undocumented public functions.
+#![allow(missing_docs)]
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use agentcaps_paths::PathPolicy;
+use agentcaps_shell::writeback::write_back_layers;
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+
+const FILES: usize = 1000;
+
+struct Trees {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    upper: PathBuf,
+}
+
+fn trees() -> Trees {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().canonicalize().expect("canonical");
+    let root = base.join("root");
+    let upper = base.join("upper");
+    for (tree, fill) in [(&root, b'a'), (&upper, b'b')] {
+        std::fs::create_dir_all(tree.join("src")).expect("mkdir");
+        for i in 0..FILES {
+            std::fs::write(tree.join(format!("src/f{i}.rs")), vec![fill; 2048]).expect("write");
+        }
+    }
+    Trees {
+        _dir: dir,
+        root,
+        upper,
+    }
+}
+
+fn commit(trees: &Trees) -> Duration {
+    let paths = PathPolicy::builder()
+        .allow(&trees.root)
+        .build()
+        .expect("policy");
+    let started = Instant::now();
+    let changes = write_back_layers(&paths, &[(&trees.root, &trees.upper)], &trees.root);
+    let took = started.elapsed();
+    assert_eq!(
+        changes.applied.len(),
+        FILES,
+        "{:?}",
+        changes.refused.first()
+    );
+    took
+}
+
+fn copy(trees: &Trees) -> Duration {
+    let started = Instant::now();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(trees.upper.join("src"))
+        .arg(&trees.root)
+        .status()
+        .expect("cp");
+    let took = started.elapsed();
+    assert!(status.success());
+    took
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn interleaved() {
+    let (mut commits, mut copies, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..15 {
+        let a = commit(&trees());
+        let b = copy(&trees());
+        ratios.push(a.as_secs_f64() / b.as_secs_f64());
+        commits.push(a);
+        copies.push(b);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or_default();
+    println!(
+        "15 interleaved pairs: write-back of {FILES} changed files median {:?}, cp of them median {:?}, median ratio {ratio:.2} (target <= 1.5)",
+        median(commits),
+        median(copies)
+    );
+}
+
+fn bench(c: &mut Criterion) {
+    interleaved();
+    let mut group = c.benchmark_group("1000 changed files");
+    group.bench_function("write-back (judge + commit)", |b| {
+        b.iter_batched(trees, |t| commit(&t), BatchSize::PerIteration);
+    });
+    group.bench_function("cp -r", |b| {
+        b.iter_batched(trees, |t| copy(&t), BatchSize::PerIteration);
+    });
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);
