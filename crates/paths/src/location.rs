@@ -3,7 +3,7 @@
 //! Locations are POSIX-shaped on every platform: `/` then names separated
 //! by `/`. On Windows a drive is the first name (`C:\Users\a` is
 //! `/C:/Users/a`), and each location also keeps the path Windows is given
-//! for it (`C:/Users/a`).
+//! for it (`\\?\C:\Users\a`).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -166,17 +166,28 @@ fn windows_shape(path: &Path) -> Option<Vec<u8>> {
     Some(shaped)
 }
 
-/// Windows: the path the system is given for a location (`/C:` is `C:/`,
-/// `/C:/a` is `C:/a`).
+/// Windows: the path the system is given for a location — verbatim, so
+/// that Windows opens exactly the names judged and trims no trailing dot
+/// or space of its own (`/C:` is `\\?\C:\`, `/C:/a` is `\\?\C:\a`); a
+/// location without a drive (a simulated tree) is given as it is.
 #[cfg(windows)]
 fn host_path(bytes: &[u8]) -> PathBuf {
     let text = String::from_utf8_lossy(bytes);
-    let drive = text
-        .get(1..3)
-        .filter(|d| d.as_bytes().first().is_some_and(u8::is_ascii_alphabetic) && d.ends_with(':'));
+    let drive = text.get(1..3).filter(|d| {
+        d.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+            && d.ends_with(':')
+            && matches!(text.as_bytes().get(3), None | Some(b'/'))
+    });
     match drive {
-        Some(drive) if text.len() == 3 => PathBuf::from(format!("{drive}/")),
-        Some(_) => PathBuf::from(text.get(1..).unwrap_or_default()),
+        Some(drive) => {
+            let rest = text.get(3..).unwrap_or_default().replace('/', "\\");
+            let rest = if rest.is_empty() {
+                "\\".to_owned()
+            } else {
+                rest
+            };
+            PathBuf::from(format!("\\\\?\\{drive}{rest}"))
+        }
         None => PathBuf::from(text.into_owned()),
     }
 }
