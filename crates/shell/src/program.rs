@@ -93,6 +93,11 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        windows,
+        ignore = "builds its relative PATH entry from a Unix path; under Wine the temporary \
+                  directory (C:) is not even on the working directory's drive (Z:)"
+    )]
     fn relative_and_empty_entries_are_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let planted = dir.path().join("cat");

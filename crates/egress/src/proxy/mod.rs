@@ -49,7 +49,9 @@ use hyper::server::conn::http1 as server_http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream, UnixListener};
+use tokio::net::{TcpListener, TcpStream};
+#[cfg(unix)]
+use tokio::net::UnixListener;
 use tokio::task::JoinSet;
 
 pub use log::{ProxyDecision, ProxyEntry, ProxyKind, ProxyLog};
@@ -120,8 +122,26 @@ impl Proxy {
     ///
     /// # Errors
     ///
-    /// As [`Proxy::bind`].
+    /// As [`Proxy::bind`]; on platforms without UNIX sockets (Windows),
+    /// always an error.
     pub async fn bind_unix(policy: EgressPolicy, path: &Path) -> Result<Proxy, EgressError> {
+        #[cfg(not(unix))]
+        {
+            let _ = policy;
+            let unsupported = std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "UNIX sockets are not available on this platform",
+            );
+            Err(bind_error(&path.display().to_string(), &unsupported))
+        }
+        #[cfg(unix)]
+        {
+            Self::bind_unix_socket(policy, path)
+        }
+    }
+
+    #[cfg(unix)]
+    fn bind_unix_socket(policy: EgressPolicy, path: &Path) -> Result<Proxy, EgressError> {
         let listener =
             UnixListener::bind(path).map_err(|e| bind_error(&path.display().to_string(), &e))?;
         let shared = shared(policy)?;
@@ -177,6 +197,7 @@ impl Accept for TcpListener {
     }
 }
 
+#[cfg(unix)]
 impl Accept for UnixListener {
     type Stream = tokio::net::UnixStream;
     async fn next(&self) -> std::io::Result<tokio::net::UnixStream> {

@@ -13,6 +13,8 @@ mod attacks;
 mod clients;
 mod pip;
 mod rules;
+// UNIX sockets: not on Windows.
+#[cfg(unix)]
 mod unix;
 
 use std::net::SocketAddr;
