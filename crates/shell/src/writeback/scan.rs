@@ -8,6 +8,7 @@
 //! list of entries, each with what the real tree holds at the same path.
 
 use std::io;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -77,6 +78,7 @@ pub(crate) struct Entry {
 
 /// The extended attribute that makes an upper directory opaque (overlays
 /// mounted with `userxattr`).
+#[cfg(unix)]
 const OPAQUE: &str = "user.overlay.opaque";
 
 /// Every entry of `upper` (the staging layer over `root`), parents before
@@ -86,11 +88,23 @@ const OPAQUE: &str = "user.overlay.opaque";
 ///
 /// I/O reading the staging layer (the caller then commits nothing).
 pub(crate) fn scan(root: &Path, upper: &Path) -> io::Result<Vec<Entry>> {
-    let mut entries = Vec::new();
-    walk(root, upper, Path::new(""), &mut entries)?;
-    Ok(entries)
+    #[cfg(not(unix))]
+    {
+        let _ = (root, upper);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "staging layers exist only where views do (Linux)",
+        ))
+    }
+    #[cfg(unix)]
+    {
+        let mut entries = Vec::new();
+        walk(root, upper, Path::new(""), &mut entries)?;
+        Ok(entries)
+    }
 }
 
+#[cfg(unix)]
 fn walk(root: &Path, upper: &Path, rel: &Path, out: &mut Vec<Entry>) -> io::Result<()> {
     let dir = upper.join(rel);
     let mut names: Vec<_> = std::fs::read_dir(&dir)?
@@ -141,6 +155,7 @@ fn walk(root: &Path, upper: &Path, rel: &Path, out: &mut Vec<Entry>) -> io::Resu
 
 /// The real tree's entries beneath an opaque directory that the command
 /// did not recreate: each is deleted.
+#[cfg(unix)]
 fn hidden_by_opaque(root: &Path, upper: &Path, rel: &Path, out: &mut Vec<Entry>) -> io::Result<()> {
     let Ok(read) = std::fs::read_dir(root.join(rel)) else {
         return Ok(());
@@ -163,10 +178,12 @@ fn hidden_by_opaque(root: &Path, upper: &Path, rel: &Path, out: &mut Vec<Entry>)
     Ok(())
 }
 
+#[cfg(unix)]
 fn is_opaque(dir: &Path) -> bool {
     matches!(xattr_value(dir, OPAQUE).as_deref(), Some(b"y" | b"x"))
 }
 
+#[cfg(unix)]
 fn xattr_value(path: &Path, name: &str) -> Option<Vec<u8>> {
     let mut buffer = [0u8; 8];
     let len = rustix::fs::lgetxattr(path, name, &mut buffer).ok()?;
@@ -174,6 +191,29 @@ fn xattr_value(path: &Path, name: &str) -> Option<Vec<u8>> {
 }
 
 /// What the real tree holds at `path` (never following a final link).
+#[cfg(not(unix))]
+pub(crate) fn lower_at(path: &Path) -> Lower {
+    let mode = |meta: &std::fs::Metadata| {
+        if meta.permissions().readonly() {
+            0o555
+        } else {
+            0o755
+        }
+    };
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Lower::Absent,
+        Ok(meta) if meta.file_type().is_symlink() => Lower::Symlink,
+        Ok(meta) if meta.is_dir() => Lower::Dir { mode: mode(&meta) },
+        Ok(meta) if meta.is_file() => Lower::File {
+            mode: mode(&meta) & 0o666,
+            len: meta.len(),
+        },
+        Ok(_) => Lower::Other,
+    }
+}
+
+/// What the real tree holds at `path` (never following a final link).
+#[cfg(unix)]
 pub(crate) fn lower_at(path: &Path) -> Lower {
     match std::fs::symlink_metadata(path) {
         Err(_) => Lower::Absent,
