@@ -49,9 +49,9 @@ use hyper::server::conn::http1 as server_http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, TcpStream};
 #[cfg(unix)]
 use tokio::net::UnixListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 pub use log::{ProxyDecision, ProxyEntry, ProxyKind, ProxyLog};
