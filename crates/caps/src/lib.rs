@@ -3,7 +3,7 @@
 //! Capabilities for LLM agents: files, a shell, the web and patches that
 //! cannot reach what they must not. This crate is the facade: the four
 //! mechanism crates under short names, and the one policy file
-//! ([`Policy`], SPEC §5.1) that composes their configuration. It has no
+//! ([`Policy`]) that composes their configuration. It has no
 //! other logic.
 //!
 //! | module | crate | decides |

@@ -12,13 +12,16 @@ use agentcaps::paths::{Access, Beneath, EntryKind, PathError, PathPolicy, WriteM
 use schemars::JsonSchema;
 use serde::Serialize;
 
+#[cfg(unix)]
 use std::rc::Rc;
 
+#[cfg(unix)]
 use rustix::fd::OwnedFd;
 
 use crate::describe::files_allowed;
 use crate::stop::Stop;
 use crate::toolbox::Answer;
+#[cfg(unix)]
 use crate::walk;
 use crate::{ToolError, inputs};
 
@@ -34,6 +37,7 @@ pub(crate) struct FileTools {
     base: PathBuf,
     policy: PathPolicy,
     beneath: Beneath,
+    #[cfg(unix)]
     roots: walk::Roots,
     max_read_bytes: u64,
     allowed: String,
@@ -333,6 +337,7 @@ impl FileTools {
             })?;
         Ok(Self {
             base: base.to_path_buf(),
+            #[cfg(unix)]
             roots: walk::Roots::open(&path_policy),
             policy: path_policy,
             beneath,
@@ -595,6 +600,7 @@ impl FileTools {
         })
     }
 
+    #[cfg(unix)]
     /// Lists a directory, recursively by directory handle: each directory
     /// is opened from its parent's handle and each subdirectory judged as a
     /// plain name inside it, so the cost is linear in the entries returned.
@@ -690,6 +696,73 @@ impl FileTools {
                 entries.push(ListEntry {
                     path: rel,
                     kind: kind_name(child.kind),
+                });
+            }
+            // Stack: push in reverse so subdirectories are entered in order.
+            pending.extend(subdirs.into_iter().rev());
+            if truncated {
+                break;
+            }
+        }
+        Ok(ListDirectoryOutput {
+            path: input.path.clone(),
+            entries,
+            truncated,
+        })
+    }
+
+    /// Lists a directory by path (platforms without handle-relative
+    /// opens): each subdirectory is listed through `Beneath`, judged again.
+    #[cfg(not(unix))]
+    pub(crate) fn list_directory(
+        &self,
+        input: &inputs::ListDirectory,
+        stop: &Stop,
+    ) -> Result<ListDirectoryOutput, ToolError> {
+        const TOOL: &str = "list_directory";
+        let max = input
+            .max_entries
+            .unwrap_or(DEFAULT_MAX_ENTRIES)
+            .clamp(1, MAX_ENTRIES_CAP) as usize;
+        let mut entries = Vec::new();
+        let mut truncated = false;
+        // Depth-first over (spelling to list, prefix for the output).
+        let mut pending = vec![(input.path.clone(), String::new())];
+        while let Some((dir, prefix)) = pending.pop() {
+            if stop.reached() {
+                if stop.is_cancelled() {
+                    return Err(stop.error(TOOL));
+                }
+                truncated = true;
+                break;
+            }
+            let listed = match self.beneath.list(&self.base, &dir) {
+                Ok(listed) => listed,
+                // The first directory's refusal is the answer; a refused
+                // subdirectory (say a blocked `.git`) is listed, not entered.
+                Err(e) if prefix.is_empty() => return Err(self.refused(TOOL, e)),
+                Err(_) => continue,
+            };
+            let mut listed = listed;
+            listed.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut subdirs = Vec::new();
+            for entry in listed {
+                if entries.len() >= max {
+                    truncated = true;
+                    break;
+                }
+                let name = entry.name.to_string_lossy();
+                let rel = format!("{prefix}{name}");
+                // A name that is not UTF-8 cannot be spelled back exactly,
+                // so it is listed but not entered.
+                if let (true, EntryKind::Dir, Some(exact)) =
+                    (input.recursive, entry.kind, entry.name.to_str())
+                {
+                    subdirs.push((format!("{dir}/{exact}"), format!("{rel}/")));
+                }
+                entries.push(ListEntry {
+                    path: rel,
+                    kind: kind_name(entry.kind),
                 });
             }
             // Stack: push in reverse so subdirectories are entered in order.

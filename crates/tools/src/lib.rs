@@ -8,7 +8,9 @@
 //! and output JSON Schemas and a description generated from the live
 //! policy; results are plain text for the model plus structured data. The
 //! crate also has an MCP server ([`McpServer`], `agentcaps mcp`) and the
-//! `agentcaps` command line.
+//! `agentcaps` command line. The server and the command line are behind the
+//! default features `mcp` and `cli`; without them the crate has no
+//! `rmcp` or `clap` dependency.
 //!
 //! [`Toolbox`] is framework-neutral: list the tools, then dispatch a call by
 //! name with JSON arguments. A refusal is a [`ToolError`] whose
@@ -61,6 +63,7 @@ mod error;
 mod files;
 mod http;
 pub mod inputs;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod patch;
 mod policy_info;
@@ -68,12 +71,14 @@ mod search;
 mod shell;
 mod stop;
 mod toolbox;
+#[cfg(unix)]
 mod walk;
 
 pub use calllog::CallLog;
 pub use catalog::{TOOL_COUNT, TOOL_NAMES, ToolHints};
 pub use error::{MAX_ERROR_CHARS, ToolError};
 pub use http::header_map;
+#[cfg(feature = "mcp")]
 pub use mcp::{McpError, McpServer};
 pub use shell::{AppliedChange, CommandChanges, CommandOutput, RefusedChange};
 pub use stop::{DEFAULT_CALL_TIME, Stop};

@@ -1,4 +1,4 @@
-//! The `agentcaps` command line (SPEC §5.2): argument parsing, policy
+//! The `agentcaps` command line: argument parsing, policy
 //! loading, and dispatch to one module per subcommand.
 
 mod check;

@@ -1,8 +1,8 @@
-//! What a subcommand prints and the exit code it returns (SPEC §5.2).
+//! What a subcommand prints and the exit code it returns.
 
 use serde_json::{Map, Value, json};
 
-/// The exit codes of SPEC §5.2.
+/// The exit codes: 0 allowed, 3 refused by the policy, 2 usage or policy-file error, 1 anything else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
     /// Allowed (for `run`: the command ran).
