@@ -47,3 +47,60 @@ impl Default for PatchPolicyConfig {
         }
     }
 }
+
+impl PatchPolicyConfig {
+    /// What this configuration weakens compared with the defaults, one
+    /// line each, for a host to show loudly: lenient matching, and every
+    /// bound raised above its default. Empty for the defaults.
+    ///
+    /// ```
+    /// let mut config = agentcaps_patch::PatchPolicyConfig::default();
+    /// assert!(config.loosenings().is_empty());
+    /// config.lenient = true;
+    /// config.max_files = 5000;
+    /// assert_eq!(config.loosenings().len(), 2);
+    /// ```
+    #[must_use]
+    pub fn loosenings(&self) -> Vec<String> {
+        let defaults = PatchPolicyConfig::default();
+        let mut out = Vec::new();
+        if self.lenient {
+            out.push(
+                "lenient = true: hunks also match with indentation and Unicode punctuation folded"
+                    .to_owned(),
+            );
+        }
+        let bounds = [
+            (
+                "max_patch_bytes",
+                self.max_patch_bytes,
+                defaults.max_patch_bytes,
+            ),
+            (
+                "max_files",
+                as_u64(self.max_files),
+                as_u64(defaults.max_files),
+            ),
+            (
+                "max_hunks",
+                as_u64(self.max_hunks),
+                as_u64(defaults.max_hunks),
+            ),
+            (
+                "max_target_bytes",
+                self.max_target_bytes,
+                defaults.max_target_bytes,
+            ),
+        ];
+        for (key, value, default) in bounds {
+            if value > default {
+                out.push(format!("{key} = {value}: above the default {default}"));
+            }
+        }
+        out
+    }
+}
+
+fn as_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}

@@ -155,7 +155,7 @@ impl PathPolicyConfig {
     pub fn build(&self) -> Result<PathPolicy, PathError> {
         let mut builder = PathPolicy::builder();
         if !self.defaults {
-            builder = builder.without_defaults();
+            builder = crate::danger::without_defaults(builder);
         }
         for root in &self.allowed {
             builder = builder.allow(root);

@@ -1,5 +1,5 @@
-//! The safe defaults of SPEC §1: what every policy blocks unless the host
-//! opts out with `without_defaults()` / `defaults = false`.
+//! The safe defaults: what every policy blocks unless the host opts out
+//! with `danger::without_defaults` / `defaults = false`.
 //!
 //! Each entry says what it prevents.
 

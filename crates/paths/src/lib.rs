@@ -44,6 +44,8 @@
 //!   gap, on Linux, macOS and Windows (each platform's mechanism is in
 //!   [`Beneath`]'s docs).
 //! - [`check_portable_name`]: the rules for names being created (SPEC §1.4).
+//! - [`danger`]: loosenings (the safe defaults turned off), each listed by
+//!   [`PathPolicy::loosenings`] for a host to show.
 //!
 //! # Security
 //!
@@ -56,6 +58,7 @@
 
 mod beneath;
 mod config;
+pub mod danger;
 mod defaults;
 mod error;
 mod fs;

@@ -13,9 +13,10 @@ use crate::{
     RootAccess, WindowsAliases, check_portable_name,
 };
 
-/// Builds a [`PathPolicy`]; starts **with** the safe defaults of SPEC §1
+/// Builds a [`PathPolicy`]; starts **with** the safe defaults
 /// ([`PathPolicy::DEFAULT_BLOCKED`], [`PathPolicy::DEFAULT_WRITE_PROTECTED`]);
-/// entries added extend them.
+/// entries added extend them. Turning the defaults off is a loosening:
+/// [`crate::danger::without_defaults`].
 ///
 /// ```
 /// use agentcaps_paths::PathPolicy;
@@ -61,17 +62,6 @@ impl PathPolicyBuilder {
     /// Block a glob for writing only (reading and listing stay allowed).
     pub fn protect_from_writes(mut self, glob: &str) -> Self {
         self.write_protected.push(glob.to_owned());
-        self
-    }
-
-    /// Start from empty lists instead of the safe defaults.
-    ///
-    /// # Security
-    ///
-    /// Without the defaults, `/proc`, `/sys`, `/dev`, the host's secrets and
-    /// the files that tools run later are reachable inside allowed roots.
-    pub fn without_defaults(mut self) -> Self {
-        self.defaults = false;
         self
     }
 
@@ -681,6 +671,29 @@ impl PathPolicy {
     /// Whether the safe defaults are in.
     pub fn has_defaults(&self) -> bool {
         self.inner.defaults
+    }
+
+    /// What this policy weakens compared with the safe defaults, one line
+    /// each, for a host to show loudly: the defaults turned off
+    /// ([`crate::danger::without_defaults`], `defaults = false`), and reads
+    /// that compare names case-sensitively on every host
+    /// (`case_insensitive = "never"`). Empty for a policy with the default
+    /// protections.
+    pub fn loosenings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.inner.defaults {
+            out.push(
+                "defaults = false: /proc, /sys, /dev, the host's secrets and the files that run code later are not blocked"
+                    .to_owned(),
+            );
+        }
+        if self.inner.case_insensitive == CaseInsensitive::Never {
+            out.push(
+                "case_insensitive = never: reads and listings compare names case-sensitively, so on a case-insensitive volume .ENV reads .env (writes still match every case)"
+                    .to_owned(),
+            );
+        }
+        out
     }
 
     /// The Windows-aliases setting.

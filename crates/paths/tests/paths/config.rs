@@ -140,3 +140,37 @@ fn a_root_spelled_through_a_link_is_canonicalized_when_built() {
     let roots: Vec<&Path> = later.roots().map(|(root, _)| root).collect();
     assert_eq!(roots, [base.join("private/later/sub").as_path()]);
 }
+
+/// A host can show what a policy weakened: nothing for the defaults, one
+/// line per loosening otherwise, whether set in code or in the policy file.
+#[test]
+fn loosenings_list_what_a_policy_weakened() {
+    let root = std::env::temp_dir().canonicalize().unwrap();
+    let strict = PathPolicy::builder().allow(&root).build().unwrap();
+    assert!(strict.loosenings().is_empty(), "{:?}", strict.loosenings());
+
+    let file: agentcaps_paths::PathPolicyConfig = toml::from_str(&format!(
+        "allowed = [{:?}]\ndefaults = false\ncase_insensitive = \"never\"\n",
+        root.display().to_string()
+    ))
+    .unwrap();
+    let loose = file.build().unwrap();
+    let lines = loose.loosenings();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("defaults = false"), "{lines:?}");
+    assert!(
+        lines[1].starts_with("case_insensitive = never"),
+        "{lines:?}"
+    );
+    assert!(
+        loose
+            .check(&root, ".env", agentcaps_paths::Access::Read)
+            .is_ok(),
+        "without defaults .env is readable"
+    );
+
+    let in_code = agentcaps_paths::danger::without_defaults(PathPolicy::builder().allow(&root))
+        .build()
+        .unwrap();
+    assert_eq!(in_code.loosenings().len(), 1);
+}

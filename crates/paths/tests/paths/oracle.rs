@@ -140,8 +140,8 @@ proptest! {
         let tmp = tempfile::tempdir().unwrap();
         let tmp = tmp.path().canonicalize().unwrap();
         let root = build(&tmp, &tree, &TARGETS);
-        let everything = PathPolicy::builder().allow("/").without_defaults().build().unwrap();
-        let rooted = PathPolicy::builder().allow(&root).without_defaults().build().unwrap();
+        let everything = agentcaps_paths::danger::without_defaults(PathPolicy::builder().allow("/")).build().unwrap();
+        let rooted = agentcaps_paths::danger::without_defaults(PathPolicy::builder().allow(&root)).build().unwrap();
         let root_fd = rustix::fs::open(&root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
         for spelling in &spellings {
             let kernel = std::fs::canonicalize(root.join(spelling));
@@ -192,7 +192,7 @@ proptest! {
         let tmp = tempfile::tempdir().unwrap();
         let tmp = tmp.path().canonicalize().unwrap();
         let root = build(&tmp, &tree, &DOWN_TARGETS);
-        let rooted = PathPolicy::builder().allow(&root).without_defaults().build().unwrap();
+        let rooted = agentcaps_paths::danger::without_defaults(PathPolicy::builder().allow(&root)).build().unwrap();
         let root_fd = rustix::fs::open(&root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
         for spelling in &spellings {
             let decision = rooted.check(&root, spelling, Access::Read);
