@@ -25,6 +25,17 @@ const TYPICAL: &[&str] = &[
     "tail -c 4096 src/main.rs",
 ];
 
+/// Commands of programs read with an allow-list grammar.
+const GRAMMAR: &[&str] = &[
+    "awk -F: '{print $1}' notes.txt",
+    "sed -n '1,5p' notes.txt",
+    "git log --oneline -5",
+    "tar -tf x.tar",
+    "cp notes.txt sub/",
+    "find . -name '*.rs' -type f",
+    "grep -rn --include=*.rs -e main src",
+];
+
 fn tree() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonical");
@@ -42,12 +53,21 @@ fn benches(c: &mut Criterion) {
         .allow_command("grep")
         .allow_command("sort")
         .allow_command("find")
+        .allow_command("awk")
+        .allow_command("sed")
+        .allow_command("git")
+        .allow_command("tar")
+        .allow_command("cp")
         .path_policy(PathPolicy::builder().allow(&root).build().expect("paths"))
         .build()
         .expect("policy");
     let requests: Vec<CommandRequest> = TYPICAL.iter().map(|l| CommandRequest::line(*l)).collect();
     for req in &requests {
         policy.validate(req).expect("typical commands are allowed");
+    }
+    let grammar: Vec<CommandRequest> = GRAMMAR.iter().map(|l| CommandRequest::line(*l)).collect();
+    for req in &grammar {
+        policy.validate(req).expect("grammar commands are allowed");
     }
 
     let mut group = c.benchmark_group("shell");
@@ -69,7 +89,18 @@ fn benches(c: &mut Criterion) {
             }
         });
     });
-    for (line, req) in TYPICAL.iter().zip(&requests) {
+    group.bench_function("validate_grammar_command_avg_of_7", |b| {
+        b.iter(|| {
+            for req in &grammar {
+                black_box(policy.validate(black_box(req)).ok());
+            }
+        });
+    });
+    for (line, req) in TYPICAL
+        .iter()
+        .zip(&requests)
+        .chain(GRAMMAR.iter().zip(&grammar))
+    {
         group.bench_function(format!("validate `{line}`"), |b| {
             b.iter(|| black_box(policy.validate(black_box(req)).ok()));
         });

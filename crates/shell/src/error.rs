@@ -119,6 +119,16 @@ pub enum ShellError {
         /// The subcommands the table lists.
         allowed: Vec<String>,
     },
+    /// A subcommand the program's table refuses.
+    #[error("refused `{program} {subcommand}` (rule refused-subcommand): it {reason}")]
+    RefusedSubcommand {
+        /// The program's identity.
+        program: String,
+        /// The subcommand.
+        subcommand: String,
+        /// Why, and what to do instead.
+        reason: String,
+    },
     /// A copy whose names in the target cannot be told from the command
     /// line (the contents of a directory, `src/` or `src/.`).
     #[error(
@@ -290,6 +300,7 @@ impl ShellError {
             Self::RefusedScript { .. } => "refused-script",
             Self::UnknownOption { .. } => "unknown-option",
             Self::UnknownSubcommand { .. } => "unknown-subcommand",
+            Self::RefusedSubcommand { .. } => "refused-subcommand",
             Self::CopyContents { .. } => "copy-contents",
             Self::Launcher { .. } => "launcher",
             Self::Path { .. } => "path",

@@ -305,14 +305,13 @@ fn long<'g>(grammar: &'g Grammar, name: &str, abbreviations: bool) -> Option<(&'
     if name.is_empty() {
         return None;
     }
-    let long_name = |e: &str| match Spelling::parse(e) {
-        Some(Spelling::Long { name, .. }) => Some(name.to_owned()),
-        _ => None,
-    };
-    if let Some(hit) = grammar
-        .entries()
-        .find(|(e, _)| long_name(e).as_deref() == Some(name))
-    {
+    fn long_name(e: &str) -> Option<&str> {
+        match Spelling::parse(e) {
+            Some(Spelling::Long { name, .. }) => Some(name),
+            _ => None,
+        }
+    }
+    if let Some(hit) = grammar.entries().find(|(e, _)| long_name(e) == Some(name)) {
         return Some(hit);
     }
     if !abbreviations {

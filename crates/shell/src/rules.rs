@@ -258,6 +258,9 @@ pub struct Grammar {
 pub struct Subcommand {
     /// Its name.
     pub name: String,
+    /// The subcommand itself is refused, with why (`git apply` writes the
+    /// files a patch names).
+    pub refused: Option<String>,
     /// Options refused after it (short anywhere in a cluster, long on any
     /// prefix).
     pub refuse: Vec<OptionRule>,

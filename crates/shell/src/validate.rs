@@ -390,9 +390,21 @@ fn judge_subcommand(
         return Err(ShellError::UnknownSubcommand {
             program: program.to_owned(),
             subcommand: name.to_owned(),
-            allowed: grammar.subcommands.iter().map(|s| s.name.clone()).collect(),
+            allowed: grammar
+                .subcommands
+                .iter()
+                .filter(|s| s.refused.is_none())
+                .map(|s| s.name.clone())
+                .collect(),
         });
     };
+    if let Some(reason) = &sub.refused {
+        return Err(ShellError::RefusedSubcommand {
+            program: program.to_owned(),
+            subcommand: name.to_owned(),
+            reason: reason.clone(),
+        });
+    }
     let full = format!("{program} {name}");
     let rest = args.get(at + 1..).unwrap_or_default();
     for arg in rest {

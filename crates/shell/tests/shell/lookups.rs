@@ -155,6 +155,24 @@ fn thousands_of_distinct_long_flags_are_refused_with_no_lookup() {
 }
 
 #[test]
+fn a_grammar_program_over_budget_is_refused_with_no_lookup() {
+    // Programs read with an allow-list grammar (here `tar`, whose flags
+    // are unknown to it) are bounded first too: too costly, not unknown.
+    let tree = Tree::new();
+    let policy = ShellPolicy::read_only(&tree.root)
+        .allow_command("tar")
+        .path_policy(PathPolicy::builder().allow(&tree.root).build().unwrap())
+        .build()
+        .unwrap();
+    let fs = SimFs::new();
+    let mut argv = vec!["tar".to_owned()];
+    argv.extend((0..30_000).map(|i| format!("--flag-number-{i}=value/{i}")));
+    fs.reset_lookups();
+    assert_eq!(rule_of(&policy, &fs, argv), Some("too-costly"));
+    assert_eq!(fs.lookups(), 0);
+}
+
+#[test]
 fn a_long_cluster_costs_by_its_tails_and_is_refused_with_no_lookup() {
     let (_tree, policy, fs) = setup();
     // Six clusters of 4096 letters: 6 × 4096 plain tails > 20 000.

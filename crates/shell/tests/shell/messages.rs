@@ -69,6 +69,11 @@ fn refusal_messages() {
         (
             "unknown_subcommand",
             "files",
+            CommandRequest::argv(["git", "lol", "-x", "id"]),
+        ),
+        (
+            "refused_subcommand",
+            "files",
             CommandRequest::argv(["git", "difftool", "-x", "id"]),
         ),
         (
