@@ -206,10 +206,11 @@ impl Rules {
     /// would name it.
     ///
     /// For a **write**, every entry matches in every case and every Windows
-    /// alias (`.GIT/hooks/x`, `.Env`, `.git./config`, `.git::$DATA`),
-    /// whatever the modes say: a case-insensitive or Windows mount makes
-    /// them the same file, as git refuses `.Git` on every host. Reads and
-    /// lists keep the modes' semantics.
+    /// alias (`.GIT/hooks/x`, `.Env`, `.git./config`, `.git::$DATA`), and
+    /// with the characters HFS+ ignores removed (`.g\u{200C}it`), whatever
+    /// the modes say: a case-insensitive, Windows or HFS+ mount makes them
+    /// the same file, as git refuses `.Git` on every host. Reads and lists
+    /// keep the modes' semantics.
     fn blocking_entry(&self, location: &Location, access: Access) -> Option<(&str, EntryKind)> {
         let write = access == Access::Write;
         let automaton = match (&self.write_automaton, write) {
@@ -225,17 +226,23 @@ impl Rules {
             }
         };
         probe(location.as_bytes());
-        // Only a name Windows reads differently (`.git.`, `.env::$DATA`)
-        // has another spelling to probe.
+        // Only a name another host reads differently (`.git.`,
+        // `.env::$DATA`, `.g\u{200C}it` on HFS+) has another spelling to
+        // probe. HFS+'s ignored characters count for writes only.
         if (self.aliases || write)
-            && location
-                .names()
-                .any(|name| windows_alias_of(name).len() != name.len())
+            && location.names().any(|name| {
+                windows_alias_of(name).len() != name.len() || (write && has_ignorable(name))
+            })
         {
             let mut aliased = Location::root();
             for name in location.names() {
-                let alias = windows_alias_of(name);
-                aliased.push(if alias.is_empty() { name } else { alias });
+                let visible = if write && has_ignorable(name) {
+                    without_ignorable(name)
+                } else {
+                    name.to_vec()
+                };
+                let alias = windows_alias_of(&visible);
+                aliased.push(if alias.is_empty() { &visible } else { alias });
             }
             if aliased != *location {
                 probe(aliased.as_bytes());
@@ -323,6 +330,29 @@ impl Rules {
             });
         }
         Ok(index)
+    }
+}
+
+/// Characters HFS+ ignores in names (as git's `core.protectHFS` knows):
+/// `.g\u{200C}it` is `.git` on such a volume.
+fn is_ignorable(c: char) -> bool {
+    matches!(c, '\u{200C}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{206A}'..='\u{206F}' | '\u{FEFF}')
+}
+
+fn has_ignorable(name: &[u8]) -> bool {
+    // Every ignorable character starts with 0xE2 or 0xEF in UTF-8.
+    name.iter().any(|b| matches!(b, 0xE2 | 0xEF))
+        && std::str::from_utf8(name).is_ok_and(|text| text.chars().any(is_ignorable))
+}
+
+fn without_ignorable(name: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(name) {
+        Ok(text) => text
+            .chars()
+            .filter(|c| !is_ignorable(*c))
+            .collect::<String>()
+            .into_bytes(),
+        Err(_) => name.to_vec(),
     }
 }
 
