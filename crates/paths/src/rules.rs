@@ -206,8 +206,9 @@ impl Rules {
     /// would name it.
     ///
     /// For a **write**, every entry matches in every case and every Windows
-    /// alias (`.GIT/hooks/x`, `.Env`, `.git./config`, `.git::$DATA`), and
-    /// with the characters HFS+ ignores removed (`.g\u{200C}it`), whatever
+    /// alias (`.GIT/hooks/x`, `.Env`, `.git./config`, `.git::$DATA`), with
+    /// the characters HFS+ ignores removed (`.g\u{200C}it`) and the dotless
+    /// `ı` that NTFS upper-cases to `I` (`.gıt`), whatever
     /// the modes say: a case-insensitive, Windows or HFS+ mount makes them
     /// the same file, as git refuses `.Git` on every host. Reads and lists
     /// keep the modes' semantics.
@@ -339,17 +340,23 @@ fn is_ignorable(c: char) -> bool {
     matches!(c, '\u{200C}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{206A}'..='\u{206F}' | '\u{FEFF}')
 }
 
+/// Whether a name reads as another on some volume beyond case folding: it
+/// holds a character HFS+ ignores, or the dotless `ı`, which NTFS's
+/// upper-case table maps to `I` (so `.gıt` is `.git` there).
 fn has_ignorable(name: &[u8]) -> bool {
-    // Every ignorable character starts with 0xE2 or 0xEF in UTF-8.
-    name.iter().any(|b| matches!(b, 0xE2 | 0xEF))
-        && std::str::from_utf8(name).is_ok_and(|text| text.chars().any(is_ignorable))
+    // Each of these characters starts with 0xC4, 0xE2 or 0xEF in UTF-8.
+    name.iter().any(|b| matches!(b, 0xC4 | 0xE2 | 0xEF))
+        && std::str::from_utf8(name)
+            .is_ok_and(|text| text.chars().any(|c| c == '\u{131}' || is_ignorable(c)))
 }
 
+/// The name with the ignorable characters removed and `ı` read as `i`.
 fn without_ignorable(name: &[u8]) -> Vec<u8> {
     match std::str::from_utf8(name) {
         Ok(text) => text
             .chars()
             .filter(|c| !is_ignorable(*c))
+            .map(|c| if c == '\u{131}' { 'i' } else { c })
             .collect::<String>()
             .into_bytes(),
         Err(_) => name.to_vec(),
