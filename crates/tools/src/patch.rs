@@ -30,6 +30,10 @@ pub(crate) struct PatchOutput {
     /// absent): the patch is applied; these are left to remove.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     left_over: Vec<String>,
+    /// Dry runs: the unified diff that would be applied (each hunk where
+    /// it matched, with the file's own lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    diff: Option<String>,
 }
 
 /// What happened to one file.
@@ -102,6 +106,10 @@ impl Answer for PatchOutput {
         }
         for left in &self.left_over {
             text.push_str(&format!("\nleft over (remove it): {left}"));
+        }
+        if let Some(diff) = &self.diff {
+            text.push_str("\nThe diff it would apply:\n");
+            text.push_str(diff.trim_end_matches('\n'));
         }
         text
     }
