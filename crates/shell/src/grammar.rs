@@ -111,6 +111,11 @@ pub(crate) fn read<'a>(
         }
         if options_done {
             out.operands.push(arg);
+            if !grammar.subcommands.is_empty() {
+                // `git -- log`: the subcommand comes after `--` too.
+                out.subcommand = Some(i - 1);
+                return Ok(out);
+            }
             continue;
         }
         if arg == "--" {
@@ -388,6 +393,34 @@ mod tests {
         let args = argv(&["-v", "x=1", "--", "-prog", "f"]);
         let r = read(&grammar, &[], WHEN, &args, false, false).unwrap();
         assert_eq!(r.operands, ["-prog", "f"]);
+    }
+
+    #[test]
+    fn the_subcommand_is_found_after_options_and_after_double_dash() {
+        let mut grammar = g(&["--bare"], &["--namespace"]);
+        grammar.subcommands.push(crate::rules::Subcommand {
+            name: "log".to_owned(),
+            ..crate::rules::Subcommand::default()
+        });
+        for (args, at) in [
+            (argv(&["--bare", "--namespace", "n", "log", "-p"]), 3),
+            (argv(&["--", "difftool", "-x"]), 1),
+            (argv(&["--namespace=n", "--", "log"]), 2),
+        ] {
+            let r = read(&grammar, &[], WHEN, &args, false, false).unwrap();
+            assert_eq!(r.subcommand, Some(at), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn single_dash_words_are_matched_whole() {
+        let grammar = g(&["-print", "-L"], &["-name"]);
+        let args = argv(&["-L", ".", "-name", "-x", "-print"]);
+        let r = read(&grammar, &[], WHEN, &args, false, false).unwrap();
+        assert_eq!(r.values, [("-name", "-x")]);
+        assert_eq!(r.operands, ["."]);
+        let args = argv(&["-printf"]);
+        assert!(read(&grammar, &[], WHEN, &args, false, false).is_err());
     }
 
     #[test]

@@ -572,7 +572,9 @@ fn judge_paths(
 }
 
 /// For a copy-like program, the `DIR/<name>` each source is written to
-/// (with the source it comes from): `cp config .git/` writes `.git/config`.
+/// (with the source it comes from): `cp config .git/` writes `.git/config`,
+/// and, since `--parents` and `rsync -R` keep directories, `DIR/<tail>` for
+/// every tail of the source at a separator.
 fn copy_targets<'a>(
     rules: &'a ProgramRules,
     args: &'a [String],
@@ -607,7 +609,18 @@ fn copy_targets<'a>(
             });
         }
         let dir = dir.trim_end_matches(['/', '\\']);
-        out.push((source, format!("{dir}/{name}")));
+        // `cp --parents a/b DIR` writes DIR/a/b and `rsync -R a/./b DIR`
+        // writes DIR/b: every tail of the source at a separator is judged
+        // under DIR, its name alone included.
+        let tails = std::iter::once(trimmed).chain(
+            trimmed
+                .match_indices(['/', '\\'])
+                .filter_map(|(at, _)| trimmed.get(at + 1..))
+                .filter(|tail| !tail.is_empty()),
+        );
+        for tail in tails {
+            out.push((source, format!("{dir}/{tail}")));
+        }
     }
     Ok(out)
 }

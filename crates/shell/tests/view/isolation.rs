@@ -234,7 +234,12 @@ fn the_network_key_gives_the_host_network_only_to_the_development_preset() {
     };
     let host = parse(&with_dir("network = \"host\""));
     let error = host.build(None).expect_err("host needs development");
-    assert!(error.to_string().contains("only with preset = \"development\""), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("only with preset = \"development\""),
+        "{error}"
+    );
     let host_dev = parse(&with_dir("preset = \"development\"\nnetwork = \"host\""));
     assert!(host_dev.build(None).expect("allowed").allows_network());
     let proxy = parse(&with_dir("network = \"proxy\""));
