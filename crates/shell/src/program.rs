@@ -66,12 +66,33 @@ pub(crate) fn find_in_path(name: &str, path: Option<&OsStr>) -> Result<PathBuf, 
 fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
     let mut out = vec![dir.join(name)];
     if cfg!(windows) {
-        // Only real executables: `.bat`/`.cmd` would run through cmd.exe,
-        // which re-reads the arguments as a command line.
-        for ext in [".exe", ".com"] {
+        let pathext = std::env::var("PATHEXT").ok();
+        for ext in executable_extensions(pathext.as_deref()) {
             let mut file = OsString::from(name);
             file.push(ext);
             out.push(dir.join(file));
+        }
+    }
+    out
+}
+
+/// The extensions tried after the bare name on Windows: those of `PATHEXT`
+/// (`;`-separated), in its order and once each, that name real executables
+/// — `.COM` and `.EXE`. `.BAT` and `.CMD` are never tried: they would run
+/// through `cmd.exe`, which reads the arguments again as a command line;
+/// script extensions (`.VBS`, `.JS`, `.PS1`, ...) name no program either.
+/// Without `PATHEXT`, Windows' default order: `.COM`, then `.EXE`.
+fn executable_extensions(pathext: Option<&str>) -> Vec<String> {
+    let Some(pathext) = pathext else {
+        return vec![".COM".to_owned(), ".EXE".to_owned()];
+    };
+    let mut out: Vec<String> = Vec::new();
+    for ext in pathext.split(';').map(str::trim) {
+        let executable = [".COM", ".EXE"]
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(ext));
+        if executable && !out.iter().any(|seen| seen.eq_ignore_ascii_case(ext)) {
+            out.push(ext.to_owned());
         }
     }
     out
@@ -91,6 +112,32 @@ fn is_executable(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pathext_orders_the_executable_extensions_and_never_adds_scripts() {
+        assert_eq!(executable_extensions(None), [".COM", ".EXE"]);
+        assert_eq!(
+            executable_extensions(Some(".CMD;.EXE;.BAT;.COM;.VBS;.PS1")),
+            [".EXE", ".COM"]
+        );
+        assert_eq!(executable_extensions(Some(";; .exe ;.EXE;.Exe")), [".exe"]);
+        assert!(executable_extensions(Some(".BAT;.CMD;.JS")).is_empty());
+        assert!(executable_extensions(Some("")).is_empty());
+    }
+
+    #[test]
+    #[cfg(windows)]
+    fn a_program_is_found_by_its_exe_never_by_a_batch_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tool.bat"), "@echo off\r\n").unwrap();
+        let path = std::env::join_paths([dir.path()]).unwrap();
+        assert!(find_in_path("tool", Some(&path)).is_err());
+        std::fs::write(dir.path().join("tool.exe"), "MZ").unwrap();
+        assert_eq!(
+            find_in_path("tool", Some(&path)).unwrap(),
+            dir.path().join("tool.exe")
+        );
+    }
 
     #[test]
     #[cfg_attr(

@@ -1,5 +1,5 @@
-//! Acting beneath a root's handle (SPEC §1.3): what each operation does,
-//! and the attacks each refuses.
+//! Acting beneath a root's handle with no gap between check and use: what
+//! each operation does, and the attacks each refuses.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};

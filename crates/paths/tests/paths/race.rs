@@ -1,6 +1,6 @@
 //! A directory swapped for a link to outside, and back, while reads and
 //! writes go through `Beneath`: nothing outside the root is ever read or
-//! written (SPEC §1.3).
+//! written.
 
 use std::os::unix::fs::symlink;
 use std::sync::Arc;
