@@ -1,4 +1,4 @@
-//! The quick lower bound of a command's cost (SPEC §2.6), in one pass over
+//! The quick lower bound of a command's cost, in one pass over
 //! its bytes.
 //!
 //! Every part of an argument that is judged as a path — the argument, a
@@ -8,7 +8,7 @@
 //! path-like parts of a command are counted in time linear in its length,
 //! however long its clusters. Each distinct part that holds a character
 //! other than `.`, `/` and `\` names at least one component, so costs at
-//! least one lookup (SPEC §1.2): their number is a lower bound of the
+//! least one lookup (see `agentcaps-paths`): their number is a lower bound of the
 //! command's cost. When it already exceeds the budget, the command is
 //! refused without computing anything else — in microseconds, with no
 //! lookup.

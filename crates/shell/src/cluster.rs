@@ -3,7 +3,7 @@
 //! of it a program may open as a file.
 //!
 //! Whatever a program's real option grammar, the reading here is the
-//! conservative one of SPEC §2.4: every argument that starts with `-` is read
+//! conservative one: every argument that starts with `-` is read
 //! as options (after `--` too), a short option is found anywhere in a
 //! cluster, and a long option on any prefix of at least one letter.
 
@@ -168,7 +168,7 @@ fn switch_matches(arg: &str, prefix: &str) -> bool {
         .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
 }
 
-/// Which parts of `arg` the program may open as a file (SPEC §2.5): the
+/// Which parts of `arg` the program may open as a file: the
 /// argument itself, the value after `=` of a long option, and every tail of
 /// a short cluster after the dash — except tails inside a text value
 /// (`sort -t`'s separator). Every part is a suffix of `arg`.

@@ -1,4 +1,4 @@
-//! The `[shell]` section of the policy file (SPEC §5.1), as plain data.
+//! The `[shell]` section of the policy file, as plain data.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,7 +12,7 @@ use crate::error::ShellError;
 use crate::policy::{ShellPolicy, ShellPolicyBuilder, WindowsRules, danger};
 use crate::rules::ProgramRules;
 
-/// A preset list of commands (SPEC §2.1).
+/// A preset list of commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]

@@ -1,4 +1,4 @@
-//! The environment a command gets (SPEC §2.2).
+//! The environment a command gets.
 //!
 //! Nothing is inherited but the names the host lists (by default `PATH`,
 //! `LANG`, `LC_ALL`, `TERM`, `SystemRoot`, whichever exist), plus the

@@ -1,4 +1,4 @@
-//! Programs that run another program (SPEC §2.3).
+//! Programs that run another program.
 //!
 //! A launcher is refused by default. Where the host opts in, the launchers
 //! whose own options can be read with confidence (`env`, `nice`, `nohup`,

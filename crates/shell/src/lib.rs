@@ -3,16 +3,20 @@
 //! Judges a command an agent asks for (an argv array, or a string split
 //! with POSIX quoting and no expansion) against a [`ShellPolicy`], then runs
 //! it with no shell, a chosen environment, a timeout that kills the whole
-//! process group, and capped output (SPEC §2).
+//! process group, and capped output.
 //!
 //! - **Programs**: `argv[0]` is a bare allowed name (looked up in the
 //!   command's own `PATH`, never in the working directory) or an absolute
 //!   path the host listed. Launchers (`env cmd`, `xargs`, `sudo`, `sh -c`)
 //!   are refused, or unwrapped where the host opts in.
 //! - **Options**: rules are data, one table per program
-//!   ([`ProgramRules`]); a short option is found anywhere in a cluster, a
-//!   long one on any abbreviation, after `--` too. Defaults refuse the
-//!   options that make read-only programs write, run or read other files.
+//!   ([`ProgramRules`]); a refused short option is found anywhere in a
+//!   cluster, a long one on any abbreviation, after `--` too. Programs that
+//!   can run code, write, or read files they do not name (`awk`, `sed`,
+//!   `find`, `git`, `tar`, `cp`, …) have an allow-list [`Grammar`]: an
+//!   option it does not know is refused (`unknown-option`), and it finds
+//!   the `awk`/`sed` script and a copy's target wherever the options put
+//!   them.
 //! - **Paths**: with a path policy, the working directory and every
 //!   path-like part of every argument (whole argument, `--opt=value`, every
 //!   tail of a short cluster) are judged by `agentcaps-paths` — lexical,

@@ -139,7 +139,7 @@ pub enum When {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum Arguments {
-    /// Every argument is judged as a path (SPEC §2.5).
+    /// Every argument is judged as a path.
     #[default]
     Paths,
     /// Arguments are text (`echo`, `date`, …); options are still checked.

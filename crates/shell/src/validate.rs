@@ -1,4 +1,5 @@
-//! Judging one command: the pipeline of SPEC §2.3–§2.6.
+//! Judging one command: splitting, the program, launchers, options (the
+//! tables' refusals and grammars), scripts, variables, the budget, paths.
 //!
 //! Order matters for cost: everything that needs no file system comes
 //! first (splitting, lengths, the program, launchers, options, scripts,
