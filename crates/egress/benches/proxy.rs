@@ -6,6 +6,10 @@
 //! - `keepalive_get/*`: small GET requests (64-byte body) one after the
 //!   other on one kept-alive connection, requests per second.
 //!
+//! Each through the proxy two ways: `proxy` (plain HTTP, the request
+//! forwarded) and `proxy_connect` (a `CONNECT` tunnel, as HTTPS clients
+//! use it; the HTTP inside is plain here, so only the tunnel is measured).
+//!
 //! The client is a bare hyper HTTP/1.1 connection: direct, it talks to the
 //! server in origin form; through the proxy, it talks to the proxy in
 //! absolute form (`GET http://127.0.0.1:PORT/ HTTP/1.1`) and the proxy
@@ -90,10 +94,42 @@ async fn server() -> SocketAddr {
     addr
 }
 
-/// One kept-alive client connection to `connect`, sending `target`.
-async fn connection(connect: SocketAddr) -> SendRequest<Empty<Bytes>> {
-    let stream = TcpStream::connect(connect).await.unwrap();
+/// How the client reaches the server.
+#[derive(Clone, Copy)]
+enum Route {
+    /// Straight to the server, origin-form requests.
+    Direct,
+    /// Through the proxy, absolute-form requests.
+    Forward,
+    /// Through a `CONNECT` tunnel of the proxy, origin-form requests.
+    Tunnel,
+}
+
+/// One kept-alive client connection to `connect` (for a tunnel: the
+/// proxy, asked to `CONNECT` to `server` first).
+async fn connection(
+    connect: SocketAddr,
+    route: Route,
+    server: SocketAddr,
+) -> SendRequest<Empty<Bytes>> {
+    let mut stream = TcpStream::connect(connect).await.unwrap();
     stream.set_nodelay(true).unwrap();
+    if let Route::Tunnel = route {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ask = format!("CONNECT {server} HTTP/1.1\r\nHost: {server}\r\n\r\n");
+        stream.write_all(ask.as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            stream.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        assert!(
+            head.starts_with(b"HTTP/1.1 200"),
+            "{}",
+            String::from_utf8_lossy(&head)
+        );
+    }
     let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .unwrap();
@@ -139,15 +175,16 @@ fn bench(c: &mut Criterion) {
     let via = proxy.local_addr().unwrap();
     let host = addr.to_string();
     let routes = [
-        ("direct", addr, String::new()),
-        ("proxy", via, format!("http://{addr}")),
+        ("direct", addr, Route::Direct, String::new()),
+        ("proxy", via, Route::Forward, format!("http://{addr}")),
+        ("proxy_connect", via, Route::Tunnel, String::new()),
     ];
 
     let mut group = c.benchmark_group("download_100mb");
     group.sample_size(10);
     group.throughput(Throughput::Bytes(BIG as u64));
-    for (name, connect, prefix) in &routes {
-        let mut sender = rt.block_on(connection(*connect));
+    for (name, connect, route, prefix) in &routes {
+        let mut sender = rt.block_on(connection(*connect, *route, addr));
         let target = format!("{prefix}/big");
         group.bench_function(*name, |b| {
             b.iter(|| {
@@ -159,8 +196,8 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("keepalive_get");
     group.throughput(Throughput::Elements(1));
-    for (name, connect, prefix) in &routes {
-        let mut sender = rt.block_on(connection(*connect));
+    for (name, connect, route, prefix) in &routes {
+        let mut sender = rt.block_on(connection(*connect, *route, addr));
         let target = format!("{prefix}/small");
         group.bench_function(*name, |b| {
             b.iter(|| {
@@ -169,7 +206,74 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    interleaved(&rt, &routes, addr, &host);
     drop(proxy);
+}
+
+/// The same measurements again, the routes taking turns round after round
+/// (the machine is shared and noisy: a paired ratio per round, then the
+/// median, says more than two separate medians).
+fn interleaved(
+    rt: &tokio::runtime::Runtime,
+    routes: &[(&str, SocketAddr, Route, String)],
+    server: SocketAddr,
+    host: &str,
+) {
+    const ROUNDS: usize = 9;
+    const SMALL_PER_ROUND: usize = 2000;
+    let mut senders: Vec<_> = routes
+        .iter()
+        .map(|(_, connect, route, _)| rt.block_on(connection(*connect, *route, server)))
+        .collect();
+    for (what, path, per_round, unit) in [
+        ("download_100mb", "/big", 1, "MiB/s"),
+        ("keepalive_get", "/small", SMALL_PER_ROUND, "req/s"),
+    ] {
+        let mut rates: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
+        for round in 0..ROUNDS {
+            for k in 0..routes.len() {
+                // Rotate who goes first each round.
+                let i = (k + round) % routes.len();
+                let target = format!("{}{path}", routes[i].3);
+                let sender = &mut senders[i];
+                let start = std::time::Instant::now();
+                let bytes = rt.block_on(async {
+                    let mut bytes = 0;
+                    for _ in 0..per_round {
+                        bytes += get(sender, &target, host).await;
+                    }
+                    bytes
+                });
+                let secs = start.elapsed().as_secs_f64();
+                let rate = if per_round == 1 {
+                    bytes as f64 / secs / (1024.0 * 1024.0)
+                } else {
+                    per_round as f64 / secs
+                };
+                rates[i].push(rate);
+            }
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let base = median(rates[0].clone());
+        let mut line = format!(
+            "interleaved {what} ({ROUNDS} rounds): {} {base:.0} {unit}",
+            routes[0].0
+        );
+        for i in 1..routes.len() {
+            let ratios: Vec<f64> = rates[i].iter().zip(&rates[0]).map(|(r, d)| r / d).collect();
+            line.push_str(&format!(
+                "; {} {:.0} {unit} (median paired ratio {:.2}x)",
+                routes[i].0,
+                median(rates[i].clone()),
+                median(ratios)
+            ));
+        }
+        println!("{line}");
+    }
 }
 
 criterion_group! {
