@@ -62,6 +62,7 @@ mod error;
 #[doc = include_str!("../RULES.md")]
 pub mod rules {}
 mod load;
+mod network;
 mod policy;
 mod validate;
 

@@ -289,7 +289,14 @@ impl Policy {
         } else {
             None
         };
-        self.shell.build(paths).map_err(PolicyError::Shell)
+        let shell = self.shell.build(paths).map_err(PolicyError::Shell)?;
+        if self.shell.network == Some(crate::shell::Network::Proxy) {
+            let proxy = crate::network::EgressProxy {
+                policy: self.egress_policy()?,
+            };
+            return Ok(shell.with_network_proxy(std::sync::Arc::new(proxy)));
+        }
+        Ok(shell)
     }
 
     /// Builds the `[egress]` policy.

@@ -33,8 +33,10 @@ pub enum Network {
     /// private loopback (the command's own test servers work). The
     /// default.
     None,
-    /// Only through the egress judge, by an HTTP proxy. Not available yet:
-    /// a policy asking for it is refused.
+    /// The web only through the egress judge: an HTTP proxy the host plugs
+    /// in ([`crate::ShellPolicy::with_network_proxy`]), reached from the
+    /// command's private view at `127.0.0.1:3128` (the proxy variables
+    /// point there). Without a proxy plugged in, no network at all.
     Proxy,
     /// The host's network, unfiltered. Only with the `development` preset:
     /// it is not a sandbox.
@@ -100,8 +102,8 @@ pub struct ShellPolicyConfig {
     /// when both are given and they disagree is an error.
     pub allow_network: bool,
     /// `"none"` (default: a private loopback only), `"host"` (the host's
-    /// network, unfiltered; `development` preset only) or `"proxy"` (not
-    /// available yet).
+    /// network, unfiltered; `development` preset only) or `"proxy"` (the web
+    /// only through the judging proxy the host plugs in).
     pub network: Option<Network>,
     /// Refuse to run when the kernel cannot enforce the policy.
     pub require_kernel_enforcement: bool,
@@ -197,12 +199,10 @@ impl ShellPolicyConfig {
                 ));
             }
             Some(Network::Host) => true,
-            Some(Network::Proxy) => {
-                return Err(config(
-                    "network = \"proxy\" is not available in this version; use network = \"none\" (or \"host\" with the development preset)"
-                        .to_owned(),
-                ));
-            }
+            // A private network whose only way out is the judging proxy
+            // the host plugs in (`ShellPolicy::with_network_proxy`; the
+            // `agentcaps` facade does for `[egress]`); without one, none.
+            Some(Network::Proxy) => false,
         };
         builder
             .timeout(Duration::from_millis(self.timeout_ms))

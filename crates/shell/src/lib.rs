@@ -79,6 +79,7 @@ mod error;
 mod grammar;
 mod identity;
 mod launcher;
+mod network;
 mod policy;
 mod program;
 mod request;
@@ -101,6 +102,7 @@ pub mod writeback;
 pub use config::{Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
+pub use network::{Connection, NetworkProxy, PROXY_PORT, PROXY_SOCKET_IN_VIEW, ProxySession};
 pub use policy::{
     DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, READ_ONLY_COMMANDS,
     ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,

@@ -71,6 +71,8 @@ pub struct ShellPolicy {
     pub(crate) require_kernel_enforcement: bool,
     pub(crate) view: ViewSettings,
     pub(crate) found: Found,
+    /// The judging proxy commands reach the web through, if any.
+    pub(crate) proxy: Option<std::sync::Arc<dyn crate::network::NetworkProxy>>,
 }
 
 impl ShellPolicy {
@@ -205,6 +207,26 @@ impl ShellPolicy {
     /// Whether commands may use the network (kernel enforcement).
     pub fn allows_network(&self) -> bool {
         self.allow_network
+    }
+
+    /// Commands reach the web only through `proxy`: in their private
+    /// view (only loopback), a relay on `127.0.0.1:3128` passes each
+    /// connection to the proxy, which `proxy` starts per command on a
+    /// UNIX socket, and the proxy variables point there
+    /// ([`crate::Network::Proxy`]). Where no view can be built, commands
+    /// have no network (the proxy is not reachable).
+    #[must_use]
+    pub fn with_network_proxy(
+        mut self,
+        proxy: std::sync::Arc<dyn crate::network::NetworkProxy>,
+    ) -> Self {
+        self.proxy = Some(proxy);
+        self
+    }
+
+    /// The judging proxy commands reach the web through, if any.
+    pub fn network_proxy(&self) -> Option<&std::sync::Arc<dyn crate::network::NetworkProxy>> {
+        self.proxy.as_ref()
     }
 
     /// Whether a command is refused when the kernel cannot enforce the
@@ -502,6 +524,7 @@ impl ShellPolicyBuilder {
             require_kernel_enforcement: self.require_kernel_enforcement,
             view: self.view,
             found: Found::default(),
+            proxy: None,
         })
     }
 }

@@ -73,6 +73,10 @@ pub struct RunResult {
     /// unjudged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<Changes>,
+    /// The connections the command asked the network proxy for, with
+    /// each decision (`None` when its network is not the proxy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<crate::network::Connection>>,
 }
 
 impl ShellPolicy {
@@ -319,6 +323,7 @@ impl Ran {
             enforced,
             enforced_reason,
             changes,
+            connections: None,
         }
     }
 }

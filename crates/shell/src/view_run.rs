@@ -71,8 +71,19 @@ impl ShellPolicy {
                 )));
             }
         };
-        let env = command.env.clone();
+        let mut env = command.env.clone();
         let max_abi = None;
+        // The network proxy, serving on a socket in the staging directory
+        // before the view is entered; dropped (stopped) after the run.
+        let socket = staging.path().join("proxy.sock");
+        let session = match &self.proxy {
+            Some(proxy) => {
+                let session = proxy.serve(&socket).map_err(|e| spawn_io(helper, e))?;
+                crate::network::proxy_environment(&mut env);
+                Some(session)
+            }
+            None => None,
+        };
         let request = Request {
             program: &command.program,
             argv: &command.argv,
@@ -80,6 +91,7 @@ impl ShellPolicy {
             env: &env,
             private_network: !self.allow_network,
             max_abi,
+            proxy_socket: session.as_ref().map(|_| socket.as_path()),
         };
         let planned = match plan(paths, &request, &staging) {
             Ok(planned) => planned,
@@ -166,8 +178,9 @@ impl ShellPolicy {
                 Some("the kernel has no Landlock: the private view holds alone".to_owned()),
             ),
         };
+        let connections = session.map(|s| s.connections());
         drop(staging);
-        Ok(InView::Ran(Box::new(ran.to_result(
+        let mut result = ran.to_result(
             started,
             command.program.clone(),
             command.argv.clone(),
@@ -175,7 +188,9 @@ impl ShellPolicy {
             enforced,
             reason,
             Some(changes),
-        ))))
+        );
+        result.connections = connections;
+        Ok(InView::Ran(Box::new(result)))
     }
 }
 

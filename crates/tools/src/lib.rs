@@ -80,6 +80,6 @@ pub use error::{MAX_ERROR_CHARS, ToolError};
 pub use http::header_map;
 #[cfg(feature = "mcp")]
 pub use mcp::{McpError, McpServer};
-pub use shell::{AppliedChange, CommandChanges, CommandOutput, RefusedChange};
+pub use shell::{AppliedChange, CommandChanges, CommandConnection, CommandOutput, RefusedChange};
 pub use stop::{DEFAULT_CALL_TIME, Stop};
 pub use toolbox::{CallRecord, ToolOutput, ToolSpec, Toolbox};

@@ -54,6 +54,48 @@ pub struct CommandOutput {
     /// private view (then its writes landed unjudged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changes: Option<CommandChanges>,
+    /// The connections the command asked the network proxy for, each with
+    /// the decision (`[shell] network = "proxy"`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<Vec<CommandConnection>>,
+}
+
+/// One request or tunnel a command asked the network proxy for.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[non_exhaustive]
+pub struct CommandConnection {
+    /// `http` (a forwarded request) or `connect` (a tunnel).
+    pub kind: String,
+    /// The method (`CONNECT` for a tunnel).
+    pub method: String,
+    /// The host asked for.
+    pub host: String,
+    /// The port asked for.
+    pub port: u16,
+    /// The judged address dialled, when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// `allow`, `deny` or `error`.
+    pub decision: String,
+    /// The rule of a refusal or failure (empty when allowed).
+    pub rule: String,
+    /// Why, for a refusal or failure.
+    pub reason: String,
+}
+
+impl From<agentcaps::shell::Connection> for CommandConnection {
+    fn from(c: agentcaps::shell::Connection) -> Self {
+        Self {
+            kind: c.kind,
+            method: c.method,
+            host: c.host,
+            port: c.port,
+            address: c.address,
+            decision: c.decision,
+            rule: c.rule,
+            reason: c.reason,
+        }
+    }
 }
 
 /// What a command's writes came to: the changes that landed and those that
@@ -138,6 +180,9 @@ impl From<RunResult> for CommandOutput {
             enforced: result.enforced.to_string(),
             enforced_reason: result.enforced_reason,
             changes: result.changes.map(CommandChanges::from),
+            connections: result
+                .connections
+                .map(|list| list.into_iter().map(CommandConnection::from).collect()),
         }
     }
 }

@@ -61,6 +61,14 @@ pub(crate) fn run(args: &ShellArgs) -> Outcome {
                     );
                 }
             }
+            for c in result.connections.iter().flatten() {
+                if c.decision != "allow" {
+                    eprintln!(
+                        "agentcaps: network proxy refused {} {}:{} (rule {}): {}",
+                        c.method, c.host, c.port, c.rule, c.reason
+                    );
+                }
+            }
             if let Some(reason) = &result.enforced_reason {
                 eprintln!("agentcaps: enforcement {}: {reason}", result.enforced);
             }

@@ -131,7 +131,7 @@ fn inner(spec: &ViewSpec, outcome_path: &Path) -> Outcome {
         Ok(file) => file,
         Err(error) => return Outcome::Failed(format!("the outcome file: {error}")),
     };
-    let outcome = match enter_view(spec) {
+    let outcome = match enter_view(spec).and_then(|()| start_relay(spec)) {
         Ok(()) => run_command(spec),
         Err(error) => Outcome::Failed(error),
     };
@@ -140,6 +140,16 @@ fn inner(spec: &ViewSpec, outcome_path: &Path) -> Outcome {
     }
     // `main` writes it again by path, which no longer resolves: harmless.
     outcome
+}
+
+/// The relay to the network proxy, when the command's network is the
+/// proxy: listening before the command starts.
+fn start_relay(spec: &ViewSpec) -> Result<(), String> {
+    match &spec.relay {
+        Some(relay) => super::relay::start(relay.port, &relay.socket)
+            .map_err(|e| format!("the relay to the network proxy on port {}: {e}", relay.port)),
+        None => Ok(()),
+    }
 }
 
 /// Builds the view and enters it; the second wall goes up after.

@@ -31,6 +31,8 @@
 mod helper;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod plan;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod relay;
 pub(crate) mod spec;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod staging;

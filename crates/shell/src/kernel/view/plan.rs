@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathPolicy};
 
-use super::spec::{Mount, ViewSpec};
+use super::spec::{Mount, Relay, ViewSpec};
 use super::staging::Staging;
 use crate::kernel::program::program_dirs;
 use crate::kernel::rules::{RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC};
+use crate::network::{PROXY_PORT, PROXY_SOCKET_IN_VIEW};
 
 /// More entries than this in the roots and the view is not built (the
 /// masking walk would cost too much): the run falls back, and says so.
@@ -46,6 +47,9 @@ pub(crate) struct Request<'a> {
     pub(crate) env: &'a [(std::ffi::OsString, std::ffi::OsString)],
     pub(crate) private_network: bool,
     pub(crate) max_abi: Option<u8>,
+    /// The network proxy's UNIX socket on the host, bind-mounted into the
+    /// view and relayed to from `127.0.0.1:PROXY_PORT`.
+    pub(crate) proxy_socket: Option<&'a Path>,
 }
 
 /// Plans the view of `request` under `policy` in `staging`.
@@ -181,6 +185,17 @@ pub(crate) fn plan(
             mounts.push(bind(&install, false));
         }
     }
+    let relay = request.proxy_socket.map(|socket| {
+        mounts.push(Mount::Bind {
+            source: socket.to_path_buf(),
+            target: PathBuf::from(PROXY_SOCKET_IN_VIEW),
+            writable: false,
+        });
+        Relay {
+            port: PROXY_PORT,
+            socket: PathBuf::from(PROXY_SOCKET_IN_VIEW),
+        }
+    });
     let new_root = dir.join("root");
     std::fs::create_dir(&new_root).map_err(|e| e.to_string())?;
     Ok(Planned {
@@ -195,6 +210,7 @@ pub(crate) fn plan(
             landlock_read,
             landlock_write,
             max_abi: request.max_abi,
+            relay,
         },
         layers,
     })

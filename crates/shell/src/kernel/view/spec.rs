@@ -81,6 +81,18 @@ pub(crate) struct ViewSpec {
     pub(crate) landlock_write: Vec<PathBuf>,
     /// The highest Landlock ABI to use (`Some(0)`: none).
     pub(crate) max_abi: Option<u8>,
+    /// A relay to the network proxy, held by the view's first process.
+    #[serde(default)]
+    pub(crate) relay: Option<Relay>,
+}
+
+/// What the relay of a view is: its port and the socket inside the view.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Relay {
+    /// The port on the view's loopback.
+    pub(crate) port: u16,
+    /// The proxy's socket, as the view sees it.
+    pub(crate) socket: PathBuf,
 }
 
 /// How the helper's run ended, as it writes it into the staging dir.

@@ -1,0 +1,56 @@
+//! `[shell] network = "proxy"`: the egress crate's judging proxy, started
+//! for each command on the UNIX socket its private view relays to.
+
+use std::path::Path;
+
+use crate::egress::EgressPolicy;
+use crate::egress::proxy::{Listen, ProxyDecision, ProxyKind, ProxyLog, ProxyThread};
+use crate::shell::{Connection, NetworkProxy, ProxySession};
+
+/// The `[egress]` policy as a command's network proxy.
+#[derive(Debug)]
+pub(crate) struct EgressProxy {
+    pub(crate) policy: EgressPolicy,
+}
+
+struct Session {
+    log: ProxyLog,
+    _proxy: ProxyThread,
+}
+
+impl NetworkProxy for EgressProxy {
+    fn serve(&self, socket: &Path) -> std::io::Result<Box<dyn ProxySession>> {
+        let proxy = ProxyThread::start(self.policy.clone(), Listen::Unix(socket.to_path_buf()))
+            .map_err(std::io::Error::other)?;
+        Ok(Box::new(Session {
+            log: proxy.log(),
+            _proxy: proxy,
+        }))
+    }
+}
+
+impl ProxySession for Session {
+    fn connections(&self) -> Vec<Connection> {
+        self.log
+            .entries()
+            .into_iter()
+            .map(|e| Connection {
+                kind: match e.kind {
+                    ProxyKind::Connect => "connect".to_owned(),
+                    _ => "http".to_owned(),
+                },
+                method: e.method,
+                host: e.host,
+                port: e.port,
+                address: e.address.map(|a| a.to_string()),
+                decision: match e.decision {
+                    ProxyDecision::Allow => "allow".to_owned(),
+                    ProxyDecision::Deny => "deny".to_owned(),
+                    _ => "error".to_owned(),
+                },
+                rule: e.rule,
+                reason: e.reason,
+            })
+            .collect()
+    }
+}

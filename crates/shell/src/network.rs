@@ -1,0 +1,79 @@
+//! The network of commands: none (the default), the web only through a
+//! judging proxy, or the host's network.
+//!
+//! With `network = "proxy"` ([`crate::Network::Proxy`]) a command runs in its private view with only
+//! loopback; a host-provided [`NetworkProxy`] (the `agentcaps` facade
+//! plugs in the egress crate's proxy) serves on a UNIX socket created
+//! before the view is entered; inside the view a relay held by the view's
+//! first process listens on `127.0.0.1:3128` and passes each connection to
+//! that socket; `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their
+//! lower-case forms) point the command there. A program that ignores them
+//! has no route out: the view's network has only loopback, and no DNS.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+/// The port of the proxy inside a command's view.
+pub const PROXY_PORT: u16 = 3128;
+
+/// Where the proxy's UNIX socket appears inside the view.
+pub const PROXY_SOCKET_IN_VIEW: &str = "/run/agentcaps/proxy.sock";
+
+/// A judging proxy the host provides, started once per command.
+pub trait NetworkProxy: Send + Sync + std::fmt::Debug {
+    /// Serves HTTP proxying on a new UNIX socket at `socket` (it does not
+    /// exist yet) until the session is dropped.
+    ///
+    /// # Errors
+    ///
+    /// Why the proxy could not start; the command then does not run.
+    fn serve(&self, socket: &Path) -> std::io::Result<Box<dyn ProxySession>>;
+}
+
+/// One command's proxy: dropping it stops the proxy.
+pub trait ProxySession: Send {
+    /// The connections the command asked for so far, oldest first.
+    fn connections(&self) -> Vec<Connection>;
+}
+
+/// One request or tunnel a command asked the proxy for, and the decision.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Connection {
+    /// `http` (a forwarded request) or `connect` (a tunnel).
+    pub kind: String,
+    /// The method (`CONNECT` for a tunnel).
+    pub method: String,
+    /// The host asked for.
+    pub host: String,
+    /// The port asked for.
+    pub port: u16,
+    /// The judged address dialled, when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// `allow`, `deny` or `error`.
+    pub decision: String,
+    /// The rule of a refusal or failure (empty when allowed).
+    pub rule: String,
+    /// Why, for a refusal or failure (empty when allowed).
+    pub reason: String,
+}
+
+/// The proxy variables of a command whose network is the proxy: the six
+/// variables set to `http://127.0.0.1:3128`, `NO_PROXY` removed.
+pub(crate) fn proxy_environment(env: &mut Vec<(OsString, OsString)>) {
+    const NAMES: &[&str] = &[
+        "HTTP_PROXY",
+        "http_proxy",
+        "HTTPS_PROXY",
+        "https_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ];
+    env.retain(|(name, _)| !NAMES.iter().any(|n| name == n));
+    let url = OsString::from(format!("http://127.0.0.1:{PROXY_PORT}"));
+    for name in NAMES.iter().take(6) {
+        env.push((OsString::from(name), url.clone()));
+    }
+}

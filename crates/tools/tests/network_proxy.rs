@@ -1,0 +1,175 @@
+//! `[shell] network = "proxy"` end to end, with the real `agentcaps`
+//! binary: a command in its private view reaches an allowed loopback
+//! server only through the judging proxy (`curl` honours the proxy
+//! variables set for it); a refused address is answered `403` by the
+//! proxy; a client that ignores the proxy, UDP and DNS have no route out;
+//! `run --json` lists every connection with its decision.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, UdpSocket};
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A loopback HTTP server on 127.0.0.2 answering `hello through the
+/// proxy`; counts the connections it accepted.
+fn server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(50) {
+            let Ok(mut stream) = stream else { continue };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "hello through the proxy";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, hits)
+}
+
+fn run(tree: &common::Tree, policy: &std::path::Path, argv: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_agentcaps"))
+        .args(["run", "--json", "--policy"])
+        .arg(policy)
+        .arg("--")
+        .args(argv)
+        .current_dir(&tree.root)
+        .output()
+        .expect("agentcaps runs");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(json["ran"], true, "{json}");
+    json["result"].clone()
+}
+
+#[test]
+fn commands_reach_the_web_only_through_the_judging_proxy() {
+    let tree = common::Tree::new();
+    let (port, hits) = server();
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
+    ));
+    let allowed = format!("http://127.0.0.2:{port}/");
+
+    let through = run(
+        &tree,
+        &policy,
+        &["curl", "-sS", "--max-time", "10", &allowed],
+    );
+    assert_eq!(through["exit_code"], 0, "{through}");
+    assert_eq!(through["stdout"], "hello through the proxy", "{through}");
+    assert_eq!(through["enforced"], "full", "{through}");
+    let connections = through["connections"]
+        .as_array()
+        .expect("connections listed");
+    assert_eq!(connections.len(), 1, "{through}");
+    assert_eq!(connections[0]["decision"], "allow");
+    assert_eq!(connections[0]["address"], format!("127.0.0.2:{port}"));
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+
+    // 127.0.0.3 is not opened: the proxy answers 403 with the rule.
+    let refused = run(
+        &tree,
+        &policy,
+        &[
+            "curl",
+            "-sS",
+            "--max-time",
+            "10",
+            &format!("http://127.0.0.3:{port}/"),
+        ],
+    );
+    assert!(
+        refused["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("[address.special-purpose]"),
+        "{refused}"
+    );
+    let connections = refused["connections"]
+        .as_array()
+        .expect("connections listed");
+    assert_eq!(
+        (
+            connections[0]["decision"].as_str(),
+            connections[0]["rule"].as_str()
+        ),
+        (Some("deny"), Some("address.special-purpose")),
+        "{refused}"
+    );
+
+    // Ignoring the proxy: no route out, nothing asked of the proxy.
+    let direct = run(
+        &tree,
+        &policy,
+        &["curl", "-sS", "--noproxy", "*", "--max-time", "5", &allowed],
+    );
+    assert_ne!(direct["exit_code"], 0, "{direct}");
+    assert_eq!(direct["connections"].as_array().map(Vec::len), Some(0));
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "the server was reached directly"
+    );
+
+    // DNS does not work from inside: the name is never resolved.
+    let dns = run(
+        &tree,
+        &policy,
+        &[
+            "curl",
+            "-sS",
+            "--noproxy",
+            "*",
+            "--max-time",
+            "5",
+            "http://example.com/",
+        ],
+    );
+    assert_ne!(dns["exit_code"], 0, "{dns}");
+}
+
+#[test]
+fn udp_from_a_proxied_command_goes_nowhere() {
+    let tree = common::Tree::new();
+    let sink = UdpSocket::bind("127.0.0.2:0").expect("udp sink");
+    sink.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let port = sink.local_addr().unwrap().port();
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
+    ));
+    // curl's TFTP client sends a UDP datagram to the server (not through
+    // the proxy: --noproxy).
+    let tftp = run(
+        &tree,
+        &policy,
+        &[
+            "curl",
+            "-sS",
+            "--noproxy",
+            "*",
+            "--max-time",
+            "3",
+            &format!("tftp://127.0.0.2:{port}/x"),
+        ],
+    );
+    assert_ne!(tftp["exit_code"], 0, "{tftp}");
+    let mut buf = [0u8; 512];
+    assert!(sink.recv_from(&mut buf).is_err(), "a datagram got out");
+}
