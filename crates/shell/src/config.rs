@@ -24,6 +24,15 @@ pub enum Preset {
     Development,
 }
 
+/// The caches the `development` preset overlays by default (beneath the
+/// home directory).
+pub const DEVELOPMENT_CACHES: &[&str] = &[
+    ".cargo/registry",
+    ".cargo/git",
+    ".cache/pip",
+    ".npm/_cacache",
+];
+
 /// `[shell] network`: what network a command gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -105,6 +114,12 @@ pub struct ShellPolicyConfig {
     /// network, unfiltered; `development` preset only) or `"proxy"` (the web
     /// only through the judging proxy the host plugs in).
     pub network: Option<Network>,
+    /// Cache directories commands see writable in their view, whose writes
+    /// are discarded at the end (absolute, or `~/` for the home
+    /// directory). `None`: for the `development` preset
+    /// `~/.cargo/registry`, `~/.cargo/git`, `~/.cache/pip`,
+    /// `~/.npm/_cacache`; none otherwise.
+    pub cache_dirs: Option<Vec<PathBuf>>,
     /// Refuse to run when the kernel cannot enforce the policy.
     pub require_kernel_enforcement: bool,
 }
@@ -129,6 +144,7 @@ impl Default for ShellPolicyConfig {
             windows_rules: WindowsRules::Auto,
             allow_network: false,
             network: None,
+            cache_dirs: None,
             require_kernel_enforcement: false,
         }
     }
@@ -204,6 +220,34 @@ impl ShellPolicyConfig {
             // `agentcaps` facade does for `[egress]`); without one, none.
             Some(Network::Proxy) => false,
         };
+        #[cfg(feature = "runner")]
+        {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let caches: Vec<PathBuf> = match &self.cache_dirs {
+                Some(dirs) => dirs.clone(),
+                None if preset == Some(Preset::Development) => DEVELOPMENT_CACHES
+                    .iter()
+                    .map(|d| PathBuf::from(format!("~/{d}")))
+                    .collect(),
+                None => Vec::new(),
+            };
+            let mut expanded = Vec::new();
+            for dir in caches {
+                let dir = match (dir.strip_prefix("~"), &home) {
+                    (Ok(rest), Some(home)) => home.join(rest),
+                    (Ok(_), None) => continue,
+                    (Err(_), _) => dir,
+                };
+                if !dir.is_absolute() {
+                    return Err(config(format!(
+                        "cache_dirs: {} is not absolute (or `~/...`)",
+                        dir.display()
+                    )));
+                }
+                expanded.push(dir);
+            }
+            builder = builder.cache_dirs(expanded);
+        }
         builder
             .timeout(Duration::from_millis(self.timeout_ms))
             .max_output_bytes(self.max_output_bytes)

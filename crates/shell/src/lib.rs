@@ -99,7 +99,7 @@ mod view_run;
 #[cfg(feature = "runner")]
 pub mod writeback;
 
-pub use config::{Network, Preset, ShellPolicyConfig};
+pub use config::{DEVELOPMENT_CACHES, Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
 pub use network::{Connection, NetworkProxy, PROXY_PORT, PROXY_SOCKET_IN_VIEW, ProxySession};

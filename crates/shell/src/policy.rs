@@ -273,6 +273,8 @@ pub(crate) struct ViewSettings {
     pub(crate) staging: Option<PathBuf>,
     /// Test seam: fail the write-back's commit at this step.
     pub(crate) commit_fault: Option<usize>,
+    /// Cache directories overlaid in the view, their writes discarded.
+    pub(crate) cache_dirs: Vec<PathBuf>,
 }
 
 impl Default for ViewSettings {
@@ -282,6 +284,7 @@ impl Default for ViewSettings {
             helper: None,
             staging: None,
             commit_fault: None,
+            cache_dirs: Vec::new(),
         }
     }
 }
@@ -427,6 +430,21 @@ impl ShellPolicyBuilder {
     #[cfg(feature = "runner")]
     pub fn private_view(mut self, on: bool) -> Self {
         self.view.enabled = on;
+        self
+    }
+
+    /// Cache directories (a package manager's download cache) that
+    /// commands see in their view, writable, and whose writes are
+    /// **discarded** when the command ends: a cache written by an agent is
+    /// a place to plant code. Never list a directory that holds
+    /// configuration. Those that do not exist are skipped.
+    #[cfg(feature = "runner")]
+    pub fn cache_dirs<I, P>(mut self, dirs: I) -> Self
+    where
+        I: IntoIterator<Item = P>,
+        P: Into<PathBuf>,
+    {
+        self.view.cache_dirs = dirs.into_iter().map(Into::into).collect();
         self
     }
 

@@ -92,6 +92,7 @@ impl ShellPolicy {
             private_network: !self.allow_network,
             max_abi,
             proxy_socket: session.as_ref().map(|_| socket.as_path()),
+            cache_dirs: &self.view.cache_dirs,
         };
         let planned = match plan(paths, &request, &staging) {
             Ok(planned) => planned,

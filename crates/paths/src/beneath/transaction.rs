@@ -162,6 +162,62 @@ impl Beneath {
         })
     }
 
+    /// [`Beneath::stage_with_mode`] for content that is already a file on
+    /// the same file system (a command's staging layer): the file is
+    /// hard-linked beside the target under a temporary name, and given
+    /// `mode & 0o777`, instead of being read and written again. Where it
+    /// cannot be linked (another file system, no hard links), its content
+    /// is copied as [`Beneath::stage_with_mode`] does.
+    ///
+    /// The caller must own `source` and keep nothing else from writing it:
+    /// once committed it *is* the file in the tree.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`]; reading `source` for the copy.
+    pub fn stage_file(
+        &self,
+        base: &Path,
+        spelling: &str,
+        source: &Path,
+        mode: u32,
+    ) -> Result<Staged, PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let (dir, name) = self.parent(&target)?;
+        let existing = sys::stat_at(&dir, &name).ok();
+        if existing.is_some_and(|st| st.kind == EntryKind::Dir) {
+            return Err(changed(
+                &target.spelling,
+                &target.location,
+                "it is a directory",
+            ));
+        }
+        let replaces_len = existing
+            .filter(|st| st.kind == EntryKind::File)
+            .map_or(0, |st| st.len);
+        let temp = match with_temp_name(|temp| sys::link_from(source, &dir, temp)) {
+            Ok((temp, ())) => {
+                if let Err(failed) = sys::chmod_at(&dir, &temp, mode & 0o777) {
+                    remove_quietly(&dir, &temp);
+                    return Err(io("chmod", &target.location, failed));
+                }
+                temp
+            }
+            Err(_) => {
+                let bytes = std::fs::read(source)
+                    .map_err(|e| io("read", source, sys::Failed::new(Why::Other, e)))?;
+                self.write_temp(&dir, mode & 0o777, &bytes, &target.location)?
+            }
+        };
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location.clone(),
+            replaces_len,
+        })
+    }
+
     /// Stage a symbolic link to `link_target` beside the target, to be put
     /// in place like a staged file ([`Beneath::commit_new`],
     /// [`Beneath::replace`]). The link's own location is judged for

@@ -23,10 +23,6 @@ fn failed(error: PathError) -> Failure {
     error.to_string()
 }
 
-fn io_failed(op: &str, path: &Path, error: &std::io::Error) -> Failure {
-    format!("{op} {}: {error}", path.display())
-}
-
 use super::changes::Change;
 use super::judge::{Op, shown};
 
@@ -204,11 +200,9 @@ fn stage_all(
                         continue;
                     }
                     steps.next()?;
-                    let bytes = std::fs::read(from)
-                        .map_err(|e| io_failed("read the staged copy", from, &e))?;
                     staged.push(Some(
                         beneath
-                            .stage_with_mode(root.root, rel, &bytes, *mode)
+                            .stage_file(root.root, rel, from, *mode)
                             .map_err(failed)?,
                     ));
                 }
@@ -246,13 +240,7 @@ fn place(
         match op {
             Op::Write {
                 rel, staged, mode, ..
-            } => {
-                let bytes = std::fs::read(staged)
-                    .map_err(|e| io_failed("read the staged copy", staged, &e))?;
-                beneath
-                    .stage_with_mode(base, rel, &bytes, *mode)
-                    .map_err(failed)
-            }
+            } => beneath.stage_file(base, rel, staged, *mode).map_err(failed),
             Op::Symlink { rel, target, .. } => {
                 beneath.stage_symlink(base, rel, target).map_err(failed)
             }

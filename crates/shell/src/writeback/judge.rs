@@ -397,12 +397,14 @@ fn judge_tree_removal(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<()
 }
 
 /// Whether the staged file holds exactly what the real file of `len`
-/// bytes does.
+/// bytes does. A different size or modification time says no without
+/// reading (a copy-up for a mode change keeps both); the bytes decide
+/// otherwise.
 fn same_content(staged: &Path, real: &Path, len: u64) -> bool {
-    let Ok(meta) = std::fs::metadata(staged) else {
+    let (Ok(meta), Ok(real_meta)) = (std::fs::metadata(staged), std::fs::metadata(real)) else {
         return false;
     };
-    if meta.len() != len {
+    if meta.len() != len || meta.modified().ok() != real_meta.modified().ok() {
         return false;
     }
     match (std::fs::read(staged), std::fs::read(real)) {

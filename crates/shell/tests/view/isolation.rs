@@ -253,3 +253,31 @@ fn the_network_key_gives_the_host_network_only_to_the_development_preset() {
     let clash = parse(&with_dir("network = \"none\"\nallow_network = true"));
     assert!(clash.build(None).is_err());
 }
+
+#[test]
+fn writes_to_a_cache_directory_are_seen_by_the_command_and_then_discarded() {
+    let project = Project::new();
+    let cache = tempfile::tempdir().expect("cache");
+    let cache_path = cache.path().canonicalize().expect("canonical");
+    std::fs::write(cache_path.join("pkg.tar"), "cached bytes\n").expect("cached");
+    let policy = project
+        .policy()
+        .cache_dirs([cache_path.clone()])
+        .build()
+        .expect("policy");
+    let dir = cache_path.display();
+    let result = project.sh(
+        &policy,
+        &format!("cat {dir}/pkg.tar; echo planted > {dir}/hook.py; echo more >> {dir}/pkg.tar; cat {dir}/hook.py"),
+    );
+    assert_eq!(result.stdout, "cached bytes\nplanted\n", "{result:?}");
+    assert!(
+        !cache_path.join("hook.py").exists(),
+        "a write to a cache must not land"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cache_path.join("pkg.tar")).expect("pkg"),
+        "cached bytes\n"
+    );
+    assert!(result.changes.expect("changes").is_empty());
+}

@@ -229,6 +229,18 @@ pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed>
     rustix::fs::linkat(&dir.0, from, &dir.0, to, AtFlags::empty()).map_err(failed)
 }
 
+/// Hard-links the file at the path `source` (not following a final link)
+/// as `name` in `dir`.
+pub(crate) fn link_from(source: &Path, dir: &Dir, name: &OsStr) -> Result<(), Failed> {
+    rustix::fs::linkat(rustix::fs::CWD, source, &dir.0, name, AtFlags::empty()).map_err(failed)
+}
+
+/// Sets the permission bits of `name` in `dir` (not following a link:
+/// `name` is a file this crate created).
+pub(crate) fn chmod_at(dir: &Dir, name: &OsStr, mode: u32) -> Result<(), Failed> {
+    rustix::fs::chmodat(&dir.0, name, permissions(mode), AtFlags::empty()).map_err(failed)
+}
+
 /// Creates the symbolic link `name` in `dir`, pointing to `target`.
 pub(crate) fn symlink_at(dir: &Dir, target: &Path, name: &OsStr) -> Result<(), Failed> {
     rustix::fs::symlinkat(target, &dir.0, name).map_err(failed)

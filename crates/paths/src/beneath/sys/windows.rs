@@ -258,6 +258,17 @@ pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed>
     std::fs::hard_link(dir.path.join(from), dir.path.join(to)).map_err(failed)
 }
 
+/// Hard-links the file at the path `source` as `name` in `dir`.
+pub(crate) fn link_from(source: &Path, dir: &Dir, name: &OsStr) -> Result<(), Failed> {
+    std::fs::hard_link(source, dir.path.join(name)).map_err(failed)
+}
+
+/// Permission bits are not set on Windows beyond read-only, which a new
+/// file does not have.
+pub(crate) fn chmod_at(_dir: &Dir, _name: &OsStr, _mode: u32) -> Result<(), Failed> {
+    Ok(())
+}
+
 /// Symbolic links are not created on Windows (they need a privilege or
 /// developer mode, and a file or directory kind chosen up front).
 pub(crate) fn symlink_at(_dir: &Dir, _target: &Path, _name: &OsStr) -> Result<(), Failed> {

@@ -50,6 +50,8 @@ pub(crate) struct Request<'a> {
     /// The network proxy's UNIX socket on the host, bind-mounted into the
     /// view and relayed to from `127.0.0.1:PROXY_PORT`.
     pub(crate) proxy_socket: Option<&'a Path>,
+    /// Cache directories: overlaid, their writes discarded.
+    pub(crate) cache_dirs: &'a [PathBuf],
 }
 
 /// Plans the view of `request` under `policy` in `staging`.
@@ -175,6 +177,35 @@ pub(crate) fn plan(
             target: root.clone(),
             masks: masked.then_some(masks_dir),
             upper,
+        });
+    }
+    for (index, cache) in request.cache_dirs.iter().enumerate() {
+        if !cache.is_dir()
+            || roots
+                .iter()
+                .any(|(root, _)| cache.starts_with(root) || root.starts_with(cache))
+        {
+            continue;
+        }
+        check_root(cache, dir)?;
+        let upper = dir.join("cache-upper").join(index.to_string());
+        let work = dir.join("cache-work").join(index.to_string());
+        for d in [&upper, &work] {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(d)
+                .map_err(|e| e.to_string())?;
+        }
+        if let Ok(meta) = std::fs::metadata(cache) {
+            std::fs::set_permissions(&upper, meta.permissions()).map_err(|e| e.to_string())?;
+        }
+        landlock_write.push(cache.clone());
+        // Not a layer: nothing written here is ever judged or committed.
+        mounts.push(Mount::Overlay {
+            target: cache.clone(),
+            masks: None,
+            upper: Some((upper, work)),
         });
     }
     for install in install_dirs(request.program) {
