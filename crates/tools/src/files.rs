@@ -358,6 +358,11 @@ impl FileTools {
         &self.beneath
     }
 
+    #[cfg(unix)]
+    pub(crate) fn roots(&self) -> &walk::Roots {
+        &self.roots
+    }
+
     pub(crate) fn max_read_bytes(&self) -> u64 {
         self.max_read_bytes
     }

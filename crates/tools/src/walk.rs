@@ -72,6 +72,37 @@ impl Roots {
     }
 }
 
+impl Roots {
+    /// Opens the regular file at `path` (absolute, beneath `root`) for
+    /// reading, resolved by the kernel beneath the root's handle with every
+    /// link refused, never blocking on a FIFO.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn open_file_beneath(&self, root: &Path, path: &Path) -> io::Result<std::fs::File> {
+        use rustix::fs::ResolveFlags;
+        let root_fd = self
+            .roots
+            .iter()
+            .find(|(candidate, _)| candidate == root)
+            .and_then(|(_, fd)| fd.as_ref())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the root has no handle"))?;
+        let relative = path
+            .strip_prefix(root)
+            .map_err(|_| io::Error::other("the path is not beneath its root"))?;
+        let fd = rustix::fs::openat2(
+            root_fd,
+            relative,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        )?;
+        let stat = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(io::Error::other("not a regular file"));
+        }
+        Ok(std::fs::File::from(fd))
+    }
+}
+
 /// The entries of the directory `dir`, sorted by name.
 pub(crate) fn read_dir(dir: &OwnedFd) -> io::Result<Vec<Child>> {
     let mut reader = Dir::read_from(dir)?;

@@ -24,7 +24,7 @@ impl Tree {
         for dir in [root.join("src/deep"), root.join(".git"), outside.clone()] {
             std::fs::create_dir_all(dir).expect("mkdir");
         }
-        let files: [(&Path, &str, &str); 7] = [
+        let files: [(&Path, &str, &str); 8] = [
             (&outside, "secret.txt", "outside secret\n"),
             (&root, "src/lib.txt", "alpha\nneedle here\nomega\n"),
             (&root, "src/deep/more.txt", "another needle\n"),
@@ -32,6 +32,7 @@ impl Tree {
             (&root, ".env", "API_KEY=inside-secret\n"),
             (&root, ".git/config", "[core]\n"),
             (&root, "binary.bin", "a\0b"),
+            (&root, "server.pem", "PEM-KEY-SECRET\n"),
         ];
         for (dir, name, content) in files {
             std::fs::write(dir.join(name), content).expect("write");
