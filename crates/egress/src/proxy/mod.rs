@@ -31,6 +31,7 @@
 
 mod forward;
 mod log;
+mod relay;
 mod thread;
 mod tunnel;
 

@@ -1,5 +1,5 @@
 //! `CONNECT` through the proxy: the target judged like an `https://` URL,
-//! the judged address dialled before the `200`, then bytes copied both
+//! the judged address dialled before the `200`, then bytes relayed both
 //! ways.
 
 use std::sync::Arc;
@@ -8,18 +8,14 @@ use bytes::Bytes;
 use http::{Method, Request, Response};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 
 use super::log::ProxyKind;
-use super::{ProxyBody, Shared, dial, entry, judge, refusal};
+use super::{ProxyBody, Shared, dial, entry, judge, refusal, relay};
 use crate::error::EgressError;
-
-/// Buffer of each direction of a tunnel.
-const TUNNEL_BUFFER: usize = 64 * 1024;
 
 /// `CONNECT host:port`: judged as `https://host:port/` (every rule but
 /// the method, which travels inside the tunnel); the judged address is
-/// dialled before the `200` is sent, then bytes are copied both ways.
+/// dialled before the `200` is sent, then bytes are relayed both ways.
 pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
     let authority = req
         .uri()
@@ -45,7 +41,7 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
         Ok(a) => a,
         Err(e) => return refusal(shared, log, &e),
     };
-    let (mut upstream, addr) = match dial(shared, &log.host, &url, &addrs).await {
+    let (upstream, addr) = match dial(shared, &log.host, &url, &addrs).await {
         Ok(c) => c,
         Err(e) => return refusal(shared, log, &e),
     };
@@ -53,14 +49,7 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     shared.log.push(log);
     tokio::spawn(async move {
         if let Ok(upgraded) = hyper::upgrade::on(req).await {
-            let mut client = TokioIo::new(upgraded);
-            let _ = tokio::io::copy_bidirectional_with_sizes(
-                &mut client,
-                &mut upstream,
-                TUNNEL_BUFFER,
-                TUNNEL_BUFFER,
-            )
-            .await;
+            relay::relay(upgraded, upstream).await;
         }
     });
     Response::new(Either::Right(Full::new(Bytes::new())))

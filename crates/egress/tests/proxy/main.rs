@@ -13,6 +13,7 @@ mod attacks;
 mod clients;
 mod pip;
 mod rules;
+mod tunnel;
 // UNIX sockets: not on Windows.
 #[cfg(unix)]
 mod unix;
