@@ -144,6 +144,20 @@ pub enum ShellError {
         /// The directory it is copied into.
         target: String,
     },
+    /// An operand that names another machine (`host:path`, `host::module`,
+    /// `rsync://host/…`): the program would reach it through a remote shell
+    /// or a network daemon that no check here governs.
+    #[error(
+        "refused `{argument}` for `{program}` (rule remote-operand): {program} reads an operand \
+         with a `:` before its first `/` as another machine, reached through a remote shell; \
+         name local paths only (a local file of that name is written `./{argument}`)"
+    )]
+    RemoteOperand {
+        /// The program's identity.
+        program: String,
+        /// The operand as given.
+        argument: String,
+    },
     /// A program's script would run a command or write a file.
     #[error(
         "refused the {program} script `{script}` (rule refused-script): it {reason}; \
@@ -302,6 +316,7 @@ impl ShellError {
             Self::UnknownSubcommand { .. } => "unknown-subcommand",
             Self::RefusedSubcommand { .. } => "refused-subcommand",
             Self::CopyContents { .. } => "copy-contents",
+            Self::RemoteOperand { .. } => "remote-operand",
             Self::Launcher { .. } => "launcher",
             Self::Path { .. } => "path",
             Self::WorkingDirectory { .. } => "working-directory",

@@ -82,6 +82,7 @@ mod launcher;
 mod network;
 mod policy;
 mod program;
+mod remote;
 mod request;
 mod rules;
 mod script;

@@ -64,6 +64,13 @@ pub struct ProgramRules {
     /// writing too.
     #[serde(default)]
     pub copy: bool,
+    /// The program reads an operand with a `:` before its first `/` as
+    /// another machine (`host:path`, `host::module`, `rsync://host/…`, as
+    /// `rsync` and `scp` do) and reaches it through a remote shell: such
+    /// operands are refused (`remote-operand`). A host can set it, never
+    /// clear it.
+    #[serde(default)]
+    pub refuse_remote: bool,
 }
 
 impl ProgramRules {
@@ -80,6 +87,7 @@ impl ProgramRules {
             script: None,
             grammar: None,
             copy: false,
+            refuse_remote: false,
         }
     }
 
@@ -362,6 +370,7 @@ impl RuleSet {
                     existing.script = table.script;
                 }
                 existing.copy |= table.copy;
+                existing.refuse_remote |= table.refuse_remote;
                 existing.aliases.extend(table.aliases);
                 match (&mut existing.grammar, table.grammar) {
                     (Some(mine), Some(theirs)) => mine.extend(theirs),

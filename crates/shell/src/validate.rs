@@ -23,7 +23,7 @@ use crate::launcher::{Launch, launch};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{ArgumentAccess, Arguments, Grammar, OptionRule, ProgramRules};
-use crate::{script, tokenize};
+use crate::{remote, script, tokenize};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
 const MAX_LAUNCHER_DEPTH: usize = 4;
@@ -336,12 +336,35 @@ fn judge_options(
             if let Some(at) = reading.subcommand {
                 judge_subcommand(&segment.identity, grammar, args, at, when)?;
             }
+            if rules.refuse_remote {
+                let targets = reading
+                    .values
+                    .iter()
+                    .filter(|(entry, _)| grammar.target.iter().any(|t| t == entry))
+                    .map(|(_, value)| *value);
+                refuse_remote(
+                    &segment.identity,
+                    reading.operands.iter().copied().chain(targets),
+                )?;
+            }
             if rules.script.is_some() {
                 scripts.extend(reading.scripts(grammar));
             }
         }
-    } else if let Some(language) = rules.script {
-        scripts = script::scripts(language, args);
+    } else {
+        if rules.refuse_remote {
+            // No grammar to tell operands from option values: every
+            // argument that is not an option is judged as an operand.
+            refuse_remote(
+                &segment.identity,
+                args.iter()
+                    .map(String::as_str)
+                    .filter(|a| !a.starts_with('-')),
+            )?;
+        }
+        if let Some(language) = rules.script {
+            scripts = script::scripts(language, args);
+        }
     }
     if let Some(language) = rules.script {
         for text in scripts {
@@ -355,6 +378,20 @@ fn judge_options(
         }
     }
     Ok(())
+}
+
+/// Refuse an operand the program would read as another machine.
+fn refuse_remote<'a>(
+    program: &str,
+    mut operands: impl Iterator<Item = &'a str>,
+) -> Result<(), ShellError> {
+    match operands.find(|o| remote::names_remote(o)) {
+        Some(operand) => Err(ShellError::RemoteOperand {
+            program: program.to_owned(),
+            argument: operand.to_owned(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn refused_option(program: &str, arg: &str, rule: &OptionRule) -> ShellError {

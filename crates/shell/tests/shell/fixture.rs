@@ -31,11 +31,15 @@ impl Tree {
         let base = dir.path().canonicalize().expect("canonical tempdir");
         let root = base.join("root");
         let outside = base.join("outside");
-        for d in [root.join("sub"), outside.join("dir")] {
+        // `a:b`, `sub/a:b` and `sub/c:d`: local names holding a `:` (rsync reads
+        // `a:b` as a remote host unless written `./a:b`).
+        for d in [root.join("sub/c:d"), outside.join("dir")] {
             std::fs::create_dir_all(d).expect("mkdir");
         }
         for f in [
             root.join("notes.txt"),
+            root.join("a:b"),
+            root.join("sub/a:b"),
             root.join("list"),
             root.join("sub/a.txt"),
             root.join(".env"),

@@ -82,6 +82,11 @@ fn refusal_messages() {
             CommandRequest::argv(["rsync", "-a", "sub/", "dst"]),
         ),
         (
+            "remote_operand",
+            "files",
+            CommandRequest::argv(["rsync", "-a", "sub", "user@host:backup"]),
+        ),
+        (
             "refused_operand",
             "files",
             CommandRequest::argv(["git", "config", "core.hooksPath", "sub"]),
