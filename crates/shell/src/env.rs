@@ -5,6 +5,17 @@
 //! host's own `environment`. Variables the agent asks to set — only where
 //! the host lets it — are refused when they would make a child load or run
 //! code.
+//!
+//! Last, every command gets git's `safe.bareRepository=explicit` through
+//! `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, appended
+//! after any entries the environment already holds, so it is the last word
+//! on that key. A directory the agent wrote (`HEAD`, `config`, `objects/`)
+//! is then never taken for a repository just because a `git` runs in it:
+//! its `config` could name programs git runs (`core.fsmonitor`, a
+//! `textconv` driver, `core.pager`). Repositories with a work tree (`.git`)
+//! and `git --git-dir=…` are unaffected. The agent cannot set `GIT_*`
+//! itself; a host whose inherited `GIT_CONFIG_COUNT` is not a plain number
+//! has its entries replaced by this one.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -370,6 +381,47 @@ where
     env
 }
 
+/// git configuration every command gets (see the module docs).
+const GIT_SAFETY: &[(&str, &str)] = &[("safe.bareRepository", "explicit")];
+
+/// Append [`GIT_SAFETY`] to `env` as `GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`
+/// entries after those `GIT_CONFIG_COUNT` already counts.
+pub(crate) fn append_git_safety(env: &mut Vec<(OsString, OsString)>, case_insensitive: bool) {
+    let count = OsStr::new("GIT_CONFIG_COUNT");
+    let existing = env
+        .iter()
+        .rev()
+        .find(|(name, _)| same_name(name, count, case_insensitive))
+        .map(|(_, value)| value.to_str().and_then(plain_number));
+    // No count: start at 0. A count git might read differently from us
+    // (` 1`, `1k`, not UTF-8) or too large to extend: start again at 0, so
+    // that our entries are read whatever git makes of the old ones.
+    let first = match existing {
+        Some(Some(n)) if n.checked_add(GIT_SAFETY.len()).is_some() => n,
+        _ => 0,
+    };
+    let mut set = |name: String, value: &str| {
+        env.retain(|(existing, _)| !same_name(existing, name.as_ref(), case_insensitive));
+        env.push((name.into(), value.into()));
+    };
+    for (i, (key, value)) in GIT_SAFETY.iter().enumerate() {
+        set(format!("GIT_CONFIG_KEY_{}", first + i), key);
+        set(format!("GIT_CONFIG_VALUE_{}", first + i), value);
+    }
+    set(
+        "GIT_CONFIG_COUNT".to_owned(),
+        &(first + GIT_SAFETY.len()).to_string(),
+    );
+}
+
+/// A count written only with ASCII digits (git would read the same number).
+fn plain_number(text: &str) -> Option<usize> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 fn same_name(a: &OsStr, b: &OsStr, case_insensitive: bool) -> bool {
     if case_insensitive {
         a.eq_ignore_ascii_case(b)
@@ -387,6 +439,95 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect()
+    }
+
+    fn git_config(env: &[(OsString, OsString)]) -> Vec<(String, String)> {
+        let get = |name: &str| {
+            env.iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        };
+        let count: usize = get("GIT_CONFIG_COUNT").unwrap().parse().unwrap();
+        (0..count)
+            .map(|i| {
+                (
+                    get(&format!("GIT_CONFIG_KEY_{i}")).unwrap_or_default(),
+                    get(&format!("GIT_CONFIG_VALUE_{i}")).unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn git_safety_is_set_on_an_empty_environment() {
+        let mut env = vars(&[("PATH", "/usr/bin")]);
+        append_git_safety(&mut env, false);
+        assert_eq!(
+            git_config(&env),
+            [("safe.bareRepository".to_owned(), "explicit".to_owned())]
+        );
+        assert_eq!(env.len(), 4);
+    }
+
+    #[test]
+    fn git_safety_comes_after_the_hosts_entries() {
+        let mut env = vars(&[
+            ("GIT_CONFIG_COUNT", "2"),
+            ("GIT_CONFIG_KEY_0", "user.name"),
+            ("GIT_CONFIG_VALUE_0", "a"),
+            ("GIT_CONFIG_KEY_1", "safe.bareRepository"),
+            ("GIT_CONFIG_VALUE_1", "all"),
+            // Beyond the count: git never reads it, and it is replaced.
+            ("GIT_CONFIG_KEY_2", "core.pager"),
+        ]);
+        append_git_safety(&mut env, false);
+        let config = git_config(&env);
+        assert_eq!(config.len(), 3);
+        assert_eq!(config[0], ("user.name".to_owned(), "a".to_owned()));
+        // Ours is last, so it wins over the host's `all`.
+        assert_eq!(
+            config[2],
+            ("safe.bareRepository".to_owned(), "explicit".to_owned())
+        );
+        assert!(!env.iter().any(|(_, v)| v == "core.pager"));
+    }
+
+    #[test]
+    fn a_count_git_could_read_differently_starts_again() {
+        for bad in [" 1", "1k", "+1", "", "x", "99999999999999999999999"] {
+            let mut env = vars(&[
+                ("GIT_CONFIG_COUNT", bad),
+                ("GIT_CONFIG_KEY_0", "safe.bareRepository"),
+                ("GIT_CONFIG_VALUE_0", "all"),
+            ]);
+            append_git_safety(&mut env, false);
+            assert_eq!(
+                git_config(&env),
+                [("safe.bareRepository".to_owned(), "explicit".to_owned())],
+                "{bad:?}"
+            );
+        }
+        let mut env = vars(&[("GIT_CONFIG_COUNT", &usize::MAX.to_string())]);
+        append_git_safety(&mut env, false);
+        assert_eq!(git_config(&env).len(), 1);
+    }
+
+    #[test]
+    fn git_safety_names_fold_case_where_asked() {
+        let mut env = vars(&[("git_config_count", "1"), ("Git_Config_Key_0", "a.b")]);
+        append_git_safety(&mut env, true);
+        assert_eq!(
+            env.iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("GIT_CONFIG_COUNT"))
+                .count(),
+            1
+        );
+        assert!(env.iter().any(|(n, v)| n == "GIT_CONFIG_COUNT" && v == "2"));
+        assert!(
+            env.iter()
+                .any(|(n, v)| n == "GIT_CONFIG_KEY_1" && v == "safe.bareRepository")
+        );
     }
 
     #[test]

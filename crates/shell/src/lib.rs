@@ -22,7 +22,12 @@
 //!   tail of a short cluster) are judged by `agentcaps-paths` — lexical,
 //!   POSIX and Windows readings — under a budget of 20 000 lookups computed
 //!   before the first one.
-//! - **Environment**: nothing inherited but the names listed.
+//! - **Environment**: nothing inherited but the names listed. Every command
+//!   also gets git's `safe.bareRepository=explicit`, appended through
+//!   `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n` after any
+//!   entries already there, so git never takes a directory the agent wrote
+//!   (`HEAD`, `config`, `objects/`) for a bare repository and runs the
+//!   programs its `config` names; the agent cannot set `GIT_*` itself.
 //!
 //! ```
 //! use agentcaps_paths::PathPolicy;

@@ -15,7 +15,7 @@ use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
 use crate::budget::LowerBound;
 use crate::cluster::{Conditions, parts, path_spellings, refused, refused_by};
-use crate::env::{check_agent_variable, child_environment, inheritable};
+use crate::env::{append_git_safety, check_agent_variable, child_environment, inheritable};
 use crate::error::ShellError;
 use crate::grammar::{self, Problem};
 use crate::identity::{identity, is_bare};
@@ -130,13 +130,14 @@ pub(crate) fn validate(
         None => (normalize(&policy.working_directory.join(cwd_spelling)), 0),
     };
 
-    let env = child_environment(
+    let mut env = child_environment(
         inheritable(&policy.inherit),
         &policy.inherit,
         &policy.environment,
         &request.env,
         cfg!(windows),
     );
+    append_git_safety(&mut env, cfg!(windows));
     let path_var = env
         .iter()
         .rev()

@@ -321,3 +321,97 @@ async fn stdin_bytes_are_given_where_allowed() {
     assert_eq!(out.stdout, "piped in\n");
     assert_eq!(out.exit, Exit::Code(0));
 }
+
+/// Run the real `git` outside the runner (to build and to attack the
+/// fixture), with no variable but `PATH`, as the runner's children get.
+fn real_git(cwd: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .expect("git runs")
+}
+
+/// The bare-repository attack: the agent writes `HEAD`, `config` and
+/// `objects/` into a directory and runs `git` there; git would take it for
+/// a bare repository and run the programs its `config` names.
+#[tokio::test]
+async fn git_never_takes_a_written_directory_for_a_bare_repository() {
+    let tree = Tree::new();
+    // A real repository with two commits, pushed into `root/evil`, which
+    // is then given an attacker's `config` and `info/attributes`.
+    let evil = tree.root.join("evil");
+    let marker = tree.root.join("MARKER");
+    let ok = |out: std::process::Output| assert!(out.status.success(), "{out:?}");
+    ok(real_git(&tree.root, &["init", "-q", "--bare", "evil"]));
+    ok(real_git(&tree.root, &["init", "-q", "w"]));
+    let w = tree.root.join("w");
+    let commit = [
+        "-c",
+        "user.name=a",
+        "-c",
+        "user.email=a@b",
+        "commit",
+        "-qam",
+    ];
+    std::fs::write(w.join("f"), "one\n").unwrap();
+    ok(real_git(&w, &["add", "f"]));
+    ok(real_git(&w, &[&commit[..], &["one"]].concat()));
+    std::fs::write(w.join("f"), "two\n").unwrap();
+    ok(real_git(&w, &[&commit[..], &["two"]].concat()));
+    ok(real_git(
+        &w,
+        &["push", "-q", evil.to_str().unwrap(), "HEAD:refs/heads/main"],
+    ));
+    std::fs::write(evil.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(evil.join("info")).unwrap();
+    std::fs::write(evil.join("info/attributes"), "* diff=x\n").unwrap();
+    let run_marker = format!("touch '{}'; cat", marker.display());
+    std::fs::write(
+        evil.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = true\n\tfsmonitor = \"{run_marker}\"\n\
+             [diff \"x\"]\n\ttextconv = \"{run_marker}\"\n"
+        ),
+    )
+    .unwrap();
+
+    // Control: without the runner, this git runs the attacker's program.
+    let out = real_git(&evil, &["log", "-p"]);
+    assert!(
+        marker.exists(),
+        "the attack must work on this git for the test to mean anything: {out:?}"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    // Through the runner, git refuses the implicit bare repository.
+    let policy = policy(&tree, &["git"]).build().unwrap();
+    for argv in [
+        &["git", "log", "-p"][..],
+        &["git", "show"],
+        &["git", "status"],
+    ] {
+        let cmd = policy
+            .validate(&CommandRequest::argv(argv.iter().copied()).with_cwd("evil"))
+            .unwrap();
+        let out = policy.run(cmd).await.unwrap();
+        assert_ne!(out.exit, Exit::Code(0), "{argv:?}: {out:?}");
+        assert!(
+            out.stderr.contains("cannot use bare repository")
+                && out.stderr.contains("safe.bareRepository"),
+            "{argv:?}: {}",
+            out.stderr
+        );
+        assert!(!marker.exists(), "{argv:?} ran the attacker's program");
+    }
+
+    // A repository with a work tree still works through the runner.
+    let cmd = policy
+        .validate(&CommandRequest::argv(["git", "log", "--oneline"]).with_cwd("w"))
+        .unwrap();
+    let out = policy.run(cmd).await.unwrap();
+    assert_eq!(out.exit, Exit::Code(0), "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 2, "{}", out.stdout);
+}
