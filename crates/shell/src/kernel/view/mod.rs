@@ -23,9 +23,10 @@
 //!
 //! # Seams for what runs beside the command
 //!
-//! A network proxy (or any service a command should reach) plugs in as a
-//! [`Mount::Bind`](spec::Mount) of a UNIX socket into the view, prepared by
-//! the runner before the helper starts; the helper itself needs no change.
+//! A service a command should reach plugs in as a bind mount of a UNIX
+//! socket into the view, prepared by the runner before the helper starts;
+//! `network = "proxy"` does so: the egress proxy's socket is bound into the
+//! view, and the view's first process relays `127.0.0.1:3128` to it.
 
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod helper;
