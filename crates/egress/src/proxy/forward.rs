@@ -1,17 +1,21 @@
 //! Plain HTTP through the proxy: an absolute-form `http://` request
 //! judged, sent on a pooled or new connection to a judged address, and the
-//! response streamed back.
+//! response streamed back. The upstream connection is driven by the task
+//! that serves the client's connection, as the response is read.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 
 use http::header::{CONNECTION, HOST, HeaderName, HeaderValue};
 use http::{Request, Response, Uri};
 use http_body_util::Either;
-use hyper::body::Incoming;
+use hyper::body::{Body, Incoming};
 use hyper::client::conn::http1 as client_http1;
 use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
 
 use super::log::ProxyKind;
 use super::{ProxyBody, Shared, dial, entry, judge, refusal};
@@ -34,25 +38,145 @@ struct UpstreamKey {
     addr: SocketAddr,
 }
 
+type Connection = client_http1::Connection<TokioIo<TcpStream>, Incoming>;
+
+/// An upstream connection: the handle requests are sent on and the
+/// connection itself, driven by the task serving the client's connection
+/// while a request and its response pass (no hand-off between tasks for
+/// each piece of a body), and kept idle in the pool between requests.
+pub(crate) struct Upstream {
+    sender: client_http1::SendRequest<Incoming>,
+    connection: Connection,
+}
+
+impl Upstream {
+    /// Lets the connection take in what happened while it sat idle (a close
+    /// by the server, the end of the last response); still usable?
+    fn usable(&mut self) -> bool {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        if Pin::new(&mut self.connection).poll(&mut cx).is_ready() {
+            return false;
+        }
+        !self.sender.is_closed()
+    }
+
+    /// Sends `request` and drives the connection until the response head
+    /// has come.
+    async fn exchange(&mut self, request: Request<Incoming>) -> Result<Response<Incoming>, String> {
+        let Upstream { sender, connection } = self;
+        let mut ended = false;
+        let mut drive = |cx: &mut Context<'_>| {
+            if !ended && Pin::new(&mut *connection).poll(cx).is_ready() {
+                ended = true;
+            }
+            ended
+        };
+        std::future::poll_fn(|cx| {
+            let ended = drive(cx);
+            match sender.poll_ready(cx) {
+                Poll::Pending if ended => Poll::Ready(Err("the connection closed".to_owned())),
+                Poll::Pending => Poll::Pending,
+                Poll::Ready(r) => Poll::Ready(r.map_err(|e| e.to_string())),
+            }
+        })
+        .await?;
+        let mut sending = std::pin::pin!(sender.send_request(request));
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = sending.as_mut().poll(cx) {
+                return Poll::Ready(r.map_err(|e| e.to_string()));
+            }
+            let ended = drive(cx);
+            match sending.as_mut().poll(cx) {
+                Poll::Pending if ended => Poll::Ready(Err(
+                    "the connection closed before the response came".to_owned(),
+                )),
+                other => other.map_err(|e| e.to_string()),
+            }
+        })
+        .await
+    }
+}
+
+/// A response body streamed from upstream, the upstream connection driven
+/// as it is read; at its end the connection goes back to the pool.
+pub(crate) struct Relayed {
+    body: Incoming,
+    upstream: Option<Upstream>,
+    /// The upstream connection has ended (closed or failed).
+    ended: bool,
+    /// The whole body went through.
+    finished: bool,
+    home: Option<(Arc<Shared>, UpstreamKey)>,
+}
+
+impl Body for Relayed {
+    type Data = bytes::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let mut frame = Pin::new(&mut this.body).poll_frame(cx);
+        if frame.is_pending()
+            && let Some(up) = this.upstream.as_mut().filter(|_| !this.ended)
+        {
+            if Pin::new(&mut up.connection).poll(cx).is_ready() {
+                this.ended = true;
+            }
+            frame = Pin::new(&mut this.body).poll_frame(cx);
+        }
+        if let Poll::Ready(None) = frame {
+            this.finished = true;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for Relayed {
+    fn drop(&mut self) {
+        // Kept only when the whole body went through and the connection is
+        // still open; otherwise it closes here.
+        let whole = self.finished || self.body.is_end_stream();
+        if let (Some(up), Some((shared, key)), false, true) =
+            (self.upstream.take(), self.home.take(), self.ended, whole)
+        {
+            shared.pool.checkin(key, up);
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct UpstreamPool {
-    idle: Mutex<HashMap<UpstreamKey, Vec<client_http1::SendRequest<Incoming>>>>,
+    idle: Mutex<HashMap<UpstreamKey, Vec<Upstream>>>,
 }
 
 impl UpstreamPool {
-    fn checkout(&self, key: &UpstreamKey) -> Option<client_http1::SendRequest<Incoming>> {
+    fn checkout(&self, key: &UpstreamKey) -> Option<Upstream> {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let list = idle.get_mut(key)?;
-        list.retain(|s| !s.is_closed());
-        let at = list.iter().position(client_http1::SendRequest::is_ready)?;
-        Some(list.swap_remove(at))
+        while let Some(mut up) = list.pop() {
+            if up.usable() {
+                return Some(up);
+            }
+        }
+        None
     }
 
-    fn checkin(&self, key: UpstreamKey, sender: client_http1::SendRequest<Incoming>) {
+    fn checkin(&self, key: UpstreamKey, up: Upstream) {
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         if idle.len() >= MAX_POOL_KEYS && !idle.contains_key(&key) {
             idle.retain(|_, list| {
-                list.retain(|s| !s.is_closed());
+                list.retain_mut(Upstream::usable);
                 !list.is_empty()
             });
             if idle.len() >= MAX_POOL_KEYS {
@@ -60,8 +184,10 @@ impl UpstreamPool {
             }
         }
         let list = idle.entry(key).or_default();
+        // Idle connections are not driven: let those the server closed go.
+        list.retain_mut(Upstream::usable);
         if list.len() < MAX_IDLE_PER_KEY {
-            list.push(sender);
+            list.push(up);
         }
     }
 }
@@ -139,11 +265,19 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     }
     let request = Request::from_parts(parts, body);
     match send(shared, &verdict, &log.host, &addrs, request).await {
-        Ok((response, addr)) => {
+        Ok((response, addr, upstream)) => {
             log.address = Some(addr);
+            let key = upstream_key(&verdict, &log.host, addr);
             shared.log.push(log);
             let (mut parts, body) = response.into_parts();
             strip_hop_by_hop(&mut parts.headers);
+            let body = Relayed {
+                body,
+                upstream: Some(upstream),
+                ended: false,
+                finished: false,
+                home: Some((shared.clone(), key)),
+            };
             Response::from_parts(parts, Either::Left(body))
         }
         Err((e, addr)) => {
@@ -178,7 +312,7 @@ fn host_header(verdict: &UrlVerdict) -> String {
     }
 }
 
-type Sent = Result<(Response<Incoming>, SocketAddr), (EgressError, Option<SocketAddr>)>;
+type Sent = Result<(Response<Incoming>, SocketAddr, Upstream), (EgressError, Option<SocketAddr>)>;
 
 /// Sends on an idle pooled connection to one of the judged addresses, or
 /// dials one; waits `header_timeout_ms` for the head.
@@ -189,30 +323,27 @@ async fn send(
     addrs: &[SocketAddr],
     request: Request<Incoming>,
 ) -> Sent {
-    let key = |addr: SocketAddr| UpstreamKey {
-        host: host.to_owned(),
-        port: verdict.port(),
-        addr,
-    };
-    let pooled = addrs
-        .iter()
-        .find_map(|a| shared.pool.checkout(&key(*a)).map(|s| (*a, s)));
-    let (addr, mut sender) = match pooled {
+    let pooled = addrs.iter().find_map(|a| {
+        shared
+            .pool
+            .checkout(&upstream_key(verdict, host, *a))
+            .map(|s| (*a, s))
+    });
+    let (addr, mut up) = match pooled {
         Some(found) => found,
         None => {
             let (stream, addr) = dial(shared, host, verdict.url(), addrs)
                 .await
                 .map_err(|e| (e, None))?;
-            let (sender, conn) = client_http1::Builder::new()
+            let (sender, connection) = client_http1::Builder::new()
                 .handshake(TokioIo::new(stream))
                 .await
-                .map_err(|e| (http_error(verdict, &e), Some(addr)))?;
-            tokio::spawn(conn);
-            (addr, sender)
+                .map_err(|e| (http_error(verdict, &e.to_string()), Some(addr)))?;
+            (addr, Upstream { sender, connection })
         }
     };
     let limit = shared.policy().header_timeout;
-    let response = tokio::time::timeout(limit, sender.send_request(request))
+    let response = tokio::time::timeout(limit, up.exchange(request))
         .await
         .map_err(|_| {
             let e = EgressError::Timeout {
@@ -223,14 +354,20 @@ async fn send(
             (e, Some(addr))
         })?
         .map_err(|e| (http_error(verdict, &e), Some(addr)))?;
-    // Ready for the next request once this body has been read.
-    shared.pool.checkin(key(addr), sender);
-    Ok((response, addr))
+    Ok((response, addr, up))
 }
 
-fn http_error(verdict: &UrlVerdict, e: &hyper::Error) -> EgressError {
+fn upstream_key(verdict: &UrlVerdict, host: &str, addr: SocketAddr) -> UpstreamKey {
+    UpstreamKey {
+        host: host.to_owned(),
+        port: verdict.port(),
+        addr,
+    }
+}
+
+fn http_error(verdict: &UrlVerdict, message: &str) -> EgressError {
     EgressError::Http {
         url: verdict.url().to_owned(),
-        message: e.to_string(),
+        message: message.to_owned(),
     }
 }

@@ -77,7 +77,7 @@ impl Shared {
     }
 }
 
-type ProxyBody = Either<Incoming, Full<Bytes>>;
+type ProxyBody = Either<forward::Relayed, Full<Bytes>>;
 
 /// A running proxy. Dropping it stops accepting and closes the
 /// connections it serves.

@@ -11,6 +11,7 @@ mod support;
 
 mod attacks;
 mod clients;
+mod forward;
 mod pip;
 mod rules;
 mod tunnel;
