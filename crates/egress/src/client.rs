@@ -11,7 +11,6 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, Version};
 use http_body_util::Full;
 use rustls::RootCertStore;
 use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
 use tokio::time::Instant;
 use tokio_rustls::TlsConnector;
 use url::{Position, Url};
@@ -41,44 +40,16 @@ pub struct ResolvedUrl {
     pub addresses: Vec<IpAddr>,
 }
 
-/// Builds a [`Client`]; the only way to trust an extra certificate
-/// authority.
+/// Builds a [`Client`]. An extra certificate authority is trusted only
+/// through [`danger::add_root_certificate_pem`](crate::danger::add_root_certificate_pem).
 #[derive(Debug)]
 pub struct ClientBuilder {
-    policy: EgressPolicy,
-    extra_roots: Vec<CertificateDer<'static>>,
+    pub(crate) policy: EgressPolicy,
+    pub(crate) extra_roots: Vec<CertificateDer<'static>>,
     user_agent: String,
 }
 
 impl ClientBuilder {
-    /// Trusts the CA certificates in `pem` in addition to the Web PKI
-    /// roots (webpki-roots).
-    ///
-    /// **For tests**: this is how a test trusts the CA of its own TLS
-    /// server on loopback. A host that trusts a private CA in production
-    /// should know that any certificate that CA signs is then accepted for
-    /// any name.
-    ///
-    /// # Errors
-    ///
-    /// [`EgressError::Config`] when `pem` holds no certificate or one that
-    /// does not parse.
-    pub fn add_root_certificate_pem(mut self, pem: &[u8]) -> Result<Self, EgressError> {
-        let bad = |m: String| EgressError::Config {
-            field: "root_certificate".to_owned(),
-            message: m,
-        };
-        let before = self.extra_roots.len();
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            self.extra_roots
-                .push(cert.map_err(|e| bad(format!("not a PEM certificate: {e}")))?);
-        }
-        if self.extra_roots.len() == before {
-            return Err(bad("no certificate in the PEM text".to_owned()));
-        }
-        Ok(self)
-    }
-
     /// The `User-Agent` sent when the caller sets none.
     #[must_use]
     pub fn user_agent(mut self, agent: &str) -> Self {

@@ -1,6 +1,6 @@
 //! Loosening a policy in code. Everything here opens part of the host's
-//! network to URLs an agent chooses; the call site says so by its path
-//! (`danger::allow_cidr(...)`).
+//! network to URLs an agent chooses, or trusts another certificate
+//! authority; the call site says so by its path (`danger::allow_cidr(...)`).
 //!
 //! # Security
 //!
@@ -10,6 +10,10 @@
 //! these calls out of code paths an agent can influence. Every loosening
 //! is listed by [`crate::EgressPolicy::loosenings`].
 
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+
+use crate::client::ClientBuilder;
 use crate::error::EgressError;
 use crate::policy::{EgressPolicy, parse_cidr};
 
@@ -69,4 +73,46 @@ pub fn allow_port(policy: &mut EgressPolicy, port: u16) {
     if port != 0 && !policy.ports.contains(&port) {
         policy.ports.push(port);
     }
+}
+
+/// Trusts the CA certificates in `pem` in addition to the Web PKI roots
+/// (webpki-roots): the only way to trust another certificate authority.
+/// Listed by the client policy's [`loosenings`](crate::EgressPolicy::loosenings).
+///
+/// Meant for tests: this is how a test trusts the CA of its own TLS
+/// server on loopback.
+///
+/// # Errors
+///
+/// [`EgressError::Config`] when `pem` holds no certificate or one that
+/// does not parse.
+///
+/// # Security
+///
+/// Any certificate the added CA signs is then accepted for **any** name:
+/// whoever holds its key can read and change every HTTPS exchange the
+/// client makes. Never add a CA an agent can influence; a host that trusts
+/// a private CA in production accepts that CA as an authority for the
+/// whole web.
+pub fn add_root_certificate_pem(
+    mut builder: ClientBuilder,
+    pem: &[u8],
+) -> Result<ClientBuilder, EgressError> {
+    let bad = |m: String| EgressError::Config {
+        field: "root_certificate".to_owned(),
+        message: m,
+    };
+    let mut added = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        added.push(cert.map_err(|e| bad(format!("not a PEM certificate: {e}")))?);
+    }
+    if added.is_empty() {
+        return Err(bad("no certificate in the PEM text".to_owned()));
+    }
+    builder.policy.loosened.push(format!(
+        "root_certificate: {} extra CA certificate(s) trusted for every name",
+        added.len()
+    ));
+    builder.extra_roots.extend(added);
+    Ok(builder)
 }

@@ -194,7 +194,7 @@ impl ShellPolicyConfig {
             builder = builder.env(name.clone(), value.clone());
         }
         if !self.defaults {
-            builder = builder.without_default_rules();
+            builder = danger::without_default_rules(builder);
         }
         for table in &self.rules {
             builder = builder.rules(table.clone());

@@ -13,26 +13,25 @@ use crate::program::Found;
 use crate::request::{CommandRequest, ValidatedCommand};
 use crate::rules::{ProgramRules, RuleSet};
 
-/// The `read_only` preset's commands (SPEC §2.1). `env` is left out on
+/// The `read_only` preset's commands. `env` is left out on
 /// purpose: it is a launcher.
 pub const READ_ONLY_COMMANDS: &[&str] = &[
     "ls", "cat", "head", "tail", "pwd", "echo", "wc", "date", "whoami", "which", "file",
 ];
 
-/// What the `development` preset adds to [`READ_ONLY_COMMANDS`] (SPEC §2.1).
+/// What the `development` preset adds to [`READ_ONLY_COMMANDS`].
 pub const DEVELOPMENT_COMMANDS: &[&str] = &[
     "env", "git", "npm", "yarn", "pnpm", "mvn", "gradle", "sbt", "make", "cmake", "grep", "find",
     "rg", "fd", "ag", "cp", "mv", "mkdir", "touch", "rm", "pip", "pip3", "poetry", "cargo", "go",
 ];
 
-/// A command is refused when its checks would cost more lookups than this
-/// (SPEC §2.6).
+/// A command is refused when its checks would cost more lookups than this.
 pub const LOOKUP_BUDGET: u64 = 20_000;
 
 /// The most bytes of standard input a request may give (where allowed).
 pub const MAX_STDIN_BYTES: usize = 1 << 20;
 
-/// An argument longer than this many characters is refused (SPEC §2.6).
+/// An argument longer than this many characters is refused.
 pub const MAX_ARGUMENT_CHARS: usize = 4096;
 
 /// When Windows option rules (such as `sort /O`) apply.
@@ -57,6 +56,7 @@ pub struct ShellPolicy {
     pub(crate) allowed: Vec<String>,
     pub(crate) programs: Vec<PathBuf>,
     pub(crate) rules: RuleSet,
+    pub(crate) default_rules: bool,
     pub(crate) working_directory: PathBuf,
     pub(crate) paths: Option<PathPolicy>,
     pub(crate) timeout: Duration,
@@ -76,7 +76,7 @@ pub struct ShellPolicy {
 }
 
 impl ShellPolicy {
-    /// A builder with the `read_only` preset's commands (SPEC §2.1), the
+    /// A builder with the `read_only` preset's commands, the
     /// default environment and rules, a 30 s timeout and 100 000 output
     /// bytes per stream. Add a path policy with
     /// [`ShellPolicyBuilder::path_policy`]: without one, `cat` can read
@@ -110,7 +110,8 @@ impl ShellPolicy {
         }
     }
 
-    /// Judge `request` on the host's file system (SPEC §2.3–§2.6).
+    /// Judge `request` on the host's file system: program, options,
+    /// file arguments, environment and bounds.
     ///
     /// Synchronous and runtime-free. Nothing runs; with a path policy, the
     /// checks make at most 20 000 lookups, and a command that would need
@@ -234,6 +235,66 @@ impl ShellPolicy {
     pub fn requires_kernel_enforcement(&self) -> bool {
         self.require_kernel_enforcement
     }
+
+    /// Whether the built-in option rules (`file -C`, `date -f`, …) are in
+    /// force; off only through [`danger::without_default_rules`]
+    /// (`defaults = false`).
+    pub fn has_default_rules(&self) -> bool {
+        self.default_rules
+    }
+
+    /// What this policy weakens compared with the safe defaults, one line
+    /// each, for a host to show loudly: the built-in option rules turned
+    /// off, no path policy for file arguments, the whole environment
+    /// inherited (the `development` preset), variables set by the agent,
+    /// launchers unwrapped, the host's network, and the private view
+    /// turned off. Empty for a policy with the default protections.
+    pub fn loosenings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.default_rules {
+            out.push(
+                "defaults = false: the built-in option rules (file -C, date -f, find -exec, ...) are off; only the listed rule tables apply"
+                    .to_owned(),
+            );
+        }
+        if self.paths.is_none() {
+            out.push(
+                "path_policy = false: file arguments are not checked against [files]; an allowed cat reads anything this process can"
+                    .to_owned(),
+            );
+        }
+        if matches!(self.inherit, Inherit::All) {
+            out.push(
+                "the whole environment is inherited (preset = development): every command gets the host's secrets, API keys included"
+                    .to_owned(),
+            );
+        }
+        if self.agent_environment {
+            out.push(
+                "allow_agent_environment = true: the agent sets variables for its commands (those that load code are still refused)"
+                    .to_owned(),
+            );
+        }
+        if self.unwrap_launchers {
+            out.push(
+                "unwrap_launchers = true: env, timeout, nice, ... run the inner command they are given once it is judged"
+                    .to_owned(),
+            );
+        }
+        if self.allow_network {
+            out.push(
+                "network = host (allow_network = true): commands use the host's network unfiltered, loopback and the cloud metadata address included"
+                    .to_owned(),
+            );
+        }
+        if !self.view.enabled {
+            out.push(
+                "private view off: blocked entries inside the roots are guarded by the argument checks only, and writes land unjudged"
+                    .to_owned(),
+            );
+        }
+        out
+    }
 }
 
 /// Builds a [`ShellPolicy`]; [`ShellPolicyBuilder::build`] checks it.
@@ -302,7 +363,7 @@ impl ShellPolicyBuilder {
         self
     }
 
-    /// Hold every file argument to `paths` (SPEC §2.5).
+    /// Hold every file argument to `paths`.
     pub fn path_policy(mut self, paths: PathPolicy) -> Self {
         self.paths = Some(paths);
         self
@@ -312,17 +373,6 @@ impl ShellPolicyBuilder {
     /// present).
     pub fn rules(mut self, table: ProgramRules) -> Self {
         self.rules.push(table);
-        self
-    }
-
-    /// Start from no option rules at all.
-    ///
-    /// # Security
-    ///
-    /// This removes the seed's refusals (`file -C`, `date -f`, …): only the
-    /// tables added with [`ShellPolicyBuilder::rules`] apply.
-    pub fn without_default_rules(mut self) -> Self {
-        self.default_rules = false;
         self
     }
 
@@ -525,6 +575,7 @@ impl ShellPolicyBuilder {
             allowed,
             programs: self.programs,
             rules,
+            default_rules: self.default_rules,
             working_directory,
             paths: self.paths,
             timeout: self.timeout,
@@ -573,7 +624,7 @@ pub mod danger {
 
     use super::{DEVELOPMENT_COMMANDS, READ_ONLY_COMMANDS, ShellPolicy, ShellPolicyBuilder};
 
-    /// The `development` preset (SPEC §2.1): `read_only` plus `env`, `git`,
+    /// The `development` preset: `read_only` plus `env`, `git`,
     /// package managers, build tools, `grep`/`find`/`rg`, and `cp mv mkdir
     /// touch rm`; it inherits the **whole** environment, because build
     /// tools need it.
@@ -604,5 +655,129 @@ pub mod danger {
     /// live; every command, and everything it runs, gets them.
     pub fn inherit_whole_environment(builder: ShellPolicyBuilder) -> ShellPolicyBuilder {
         builder.inherit_all()
+    }
+
+    /// Start from no option rules at all (the `defaults = false` of the
+    /// policy file): only the tables added with
+    /// [`ShellPolicyBuilder::rules`] apply.
+    ///
+    /// # Security
+    ///
+    /// This removes the built-in refusals (`file -C`, `date -f`,
+    /// `find -exec`, …) that keep an allowed program from reading a file
+    /// named in an option, running another program or writing where it
+    /// should not. Listed by [`ShellPolicy::loosenings`].
+    pub fn without_default_rules(mut builder: ShellPolicyBuilder) -> ShellPolicyBuilder {
+        builder.default_rules = false;
+        builder
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ShellPolicy, ShellPolicyBuilder, danger};
+    use agentcaps_paths::PathPolicy;
+
+    /// The strict starting point: `read_only` with a path policy.
+    fn strict(dir: &std::path::Path) -> ShellPolicyBuilder {
+        let paths = PathPolicy::builder().allow(dir).build().unwrap();
+        ShellPolicy::read_only(dir).path_policy(paths)
+    }
+
+    /// The loosenings of `loosen(strict)`, after checking the strict
+    /// policy has none.
+    fn loosenings(loosen: impl FnOnce(ShellPolicyBuilder) -> ShellPolicyBuilder) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let base = strict(dir.path()).build().unwrap();
+        assert!(base.loosenings().is_empty(), "{:?}", base.loosenings());
+        loosen(strict(dir.path())).build().unwrap().loosenings()
+    }
+
+    /// Exactly one loosening, starting with `prefix`.
+    fn assert_one(lines: &[String], prefix: &str) {
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].starts_with(prefix), "{lines:?}");
+    }
+
+    #[test]
+    fn default_rules_off_is_listed() {
+        let lines = loosenings(danger::without_default_rules);
+        assert_one(&lines, "defaults = false: the built-in option rules");
+        let dir = tempfile::tempdir().unwrap();
+        let policy = danger::without_default_rules(strict(dir.path()))
+            .build()
+            .unwrap();
+        assert!(!policy.has_default_rules());
+        assert_eq!(policy.rules().count(), 0);
+    }
+
+    #[test]
+    fn no_path_policy_is_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = ShellPolicy::read_only(dir.path())
+            .build()
+            .unwrap()
+            .loosenings();
+        assert_one(&lines, "path_policy = false:");
+    }
+
+    #[test]
+    fn whole_environment_is_listed() {
+        let lines = loosenings(danger::inherit_whole_environment);
+        assert_one(&lines, "the whole environment is inherited");
+    }
+
+    #[test]
+    fn development_preset_is_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = PathPolicy::builder().allow(dir.path()).build().unwrap();
+        let lines = danger::development(dir.path())
+            .path_policy(paths)
+            .build()
+            .unwrap()
+            .loosenings();
+        assert_one(
+            &lines,
+            "the whole environment is inherited (preset = development)",
+        );
+    }
+
+    #[test]
+    fn agent_environment_is_listed() {
+        let lines = loosenings(|b| b.allow_agent_environment(true));
+        assert_one(&lines, "allow_agent_environment = true:");
+    }
+
+    #[test]
+    fn unwrapped_launchers_are_listed() {
+        let lines = loosenings(|b| b.unwrap_launchers(true));
+        assert_one(&lines, "unwrap_launchers = true:");
+    }
+
+    #[test]
+    fn host_network_is_listed() {
+        let lines = loosenings(|b| b.allow_network(true));
+        assert_one(&lines, "network = host");
+    }
+
+    #[cfg(feature = "runner")]
+    #[test]
+    fn private_view_off_is_listed() {
+        let lines = loosenings(|b| b.private_view(false));
+        assert_one(&lines, "private view off:");
+    }
+
+    #[test]
+    fn every_loosening_at_once_is_listed_once_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let builder = danger::without_default_rules(danger::development(dir.path()))
+            .allow_agent_environment(true)
+            .unwrap_launchers(true)
+            .allow_network(true);
+        let lines = builder.build().unwrap().loosenings();
+        let mut unique = lines.clone();
+        unique.dedup();
+        assert_eq!(unique, lines);
+        assert_eq!(lines.len(), 6, "{lines:?}");
     }
 }

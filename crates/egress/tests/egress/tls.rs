@@ -1,7 +1,7 @@
 //! TLS: the URL's host is the SNI and the name verified, never the pinned
 //! address; HTTP/2 by ALPN; https→http redirects refused.
 
-use agentcaps_egress::{Client, StatusCode, Version};
+use agentcaps_egress::{Client, StatusCode, Version, danger};
 
 use crate::support::dns::{DnsServer, Rec};
 use crate::support::http::{Reply, Server, handler};
@@ -29,9 +29,7 @@ fn tls_client(dns: &DnsServer, ca: Option<&TestCa>, port: u16) -> Client {
     let policy = build(&loopback_policy(dns, &["127.0.0.2/32"], &[port, 80]));
     let mut builder = Client::builder(policy);
     if let Some(ca) = ca {
-        builder = builder
-            .add_root_certificate_pem(ca.pem().as_bytes())
-            .unwrap();
+        builder = danger::add_root_certificate_pem(builder, ca.pem().as_bytes()).unwrap();
     }
     builder.build().unwrap()
 }
@@ -109,10 +107,20 @@ async fn an_https_to_http_redirect_is_refused() {
 
 #[test]
 fn a_pem_without_a_certificate_is_a_config_error() {
-    let err = Client::builder(agentcaps_egress::EgressPolicy::default())
-        .add_root_certificate_pem(b"not pem")
-        .unwrap_err();
+    let builder = Client::builder(agentcaps_egress::EgressPolicy::default());
+    let err = danger::add_root_certificate_pem(builder, b"not pem").unwrap_err();
     assert_eq!(err.rule(), "config");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_ca_is_listed_as_a_loosening() {
+    let dns = DnsServer::start().await;
+    let ca = TestCa::new();
+    let plain = tls_client(&dns, None, 443);
+    let trusting = tls_client(&dns, Some(&ca), 443);
+    let mut expected = plain.policy().loosenings().to_vec();
+    expected.push("root_certificate: 1 extra CA certificate(s) trusted for every name".to_owned());
+    assert_eq!(trusting.policy().loosenings(), expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,8 +147,7 @@ async fn each_https_hop_is_verified_for_its_own_host() {
         &["127.0.0.2/32", "127.0.0.3/32"],
         &[a.port(), b_port],
     ));
-    let c = Client::builder(policy)
-        .add_root_certificate_pem(ca.pem().as_bytes())
+    let c = danger::add_root_certificate_pem(Client::builder(policy), ca.pem().as_bytes())
         .unwrap()
         .build()
         .unwrap();
@@ -177,8 +184,7 @@ async fn oversized_response_headers_over_http2_are_refused() {
     dns.set("secure.example.com", vec![Rec::ip("127.0.0.2")]);
     let mut config = loopback_policy(&dns, &["127.0.0.2/32"], &[server.port()]);
     config.max_header_bytes = 16 * 1024;
-    let c = Client::builder(build(&config))
-        .add_root_certificate_pem(ca.pem().as_bytes())
+    let c = danger::add_root_certificate_pem(Client::builder(build(&config)), ca.pem().as_bytes())
         .unwrap()
         .build()
         .unwrap();
