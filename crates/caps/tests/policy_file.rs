@@ -8,6 +8,7 @@ use agentcaps::{Policy, PolicyError};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Corpus {
     case: Vec<Case>,
 }
@@ -282,4 +283,23 @@ fn the_effective_policy_marks_each_entry_with_its_origin() {
     let again = top.join("again.toml");
     std::fs::write(&again, &text).expect("write");
     Policy::load(&again).unwrap_or_else(|e| panic!("{e}\n{text}"));
+}
+
+/// Every table in `tests/data` has a runner: a file added there without
+/// one fails here instead of passing unread.
+#[test]
+fn every_data_file_has_a_runner() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/data")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, ["policy_cases.toml"], "a data file without a runner");
 }

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Corpus {
     case: Vec<Case>,
 }

@@ -8,6 +8,7 @@ use agentcaps_tools::Toolbox;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Corpus {
     case: Vec<Case>,
 }
@@ -228,4 +229,28 @@ async fn recursive_listing_is_sorted_and_enters_subdirectories_in_order() {
         .filter_map(|e| e["path"].as_str())
         .collect();
     assert_eq!(paths, ["deep", "lib.txt", "deep/more.txt"]);
+}
+
+/// Every table in `tests/data` has a runner: a file added there without
+/// one (or a runner's file renamed) fails here instead of passing unread.
+#[test]
+fn every_data_file_has_a_runner() {
+    // `tool_cases.toml` is run above, `cli_cases.toml` by `tests/cli.rs`.
+    let run = ["cli_cases.toml", "tool_cases.toml"];
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let mut found: Vec<String> = std::fs::read_dir(&dir)
+        .expect("tests/data")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found, run,
+        "a data file without a runner, or a runner without its file"
+    );
 }
