@@ -5,7 +5,7 @@
 //! - no input panics `EgressPolicy::check_url`;
 //! - a URL judged allowed never denotes a denied address: its IP literal
 //!   (if any) is outside every default range, by a second, independent
-//!   implementation written from SPEC §3;
+//!   implementation of the special-purpose ranges;
 //! - a host judged to be a name is not an IP literal in disguise, and is
 //!   not a special-use or single-label name;
 //! - judging is stable: the serialized URL is judged the same way again.

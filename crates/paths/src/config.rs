@@ -39,7 +39,7 @@ impl RootAccess {
     }
 }
 
-/// When Windows spelling rules apply (SPEC §1.1, §1.4).
+/// When Windows spelling rules apply.
 ///
 /// The default, [`WindowsAliases::Auto`], applies them on Windows hosts only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -95,7 +95,7 @@ fn yes() -> bool {
     true
 }
 
-/// The `[files]` section of the policy file (SPEC §5.1), as plain data.
+/// The `[files]` section of the policy file, as plain data.
 ///
 /// Every field has a serde default; unknown keys are left to the facade.
 /// Lists **extend** the safe defaults unless `defaults = false`.
@@ -126,7 +126,7 @@ pub struct PathPolicyConfig {
     pub windows_aliases: WindowsAliases,
     /// When comparisons fold case.
     pub case_insensitive: CaseInsensitive,
-    /// Start from the safe defaults of SPEC §1 (true unless set to false).
+    /// Start from the safe defaults (true unless set to false).
     #[serde(default = "yes")]
     pub defaults: bool,
 }

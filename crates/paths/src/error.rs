@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-/// Which reading of a spelling produced a location (SPEC §1.1).
+/// Which reading of a spelling produced a location.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Reading {
     /// The absolute, lexically normalized spelling (no file-system access).
@@ -24,7 +24,7 @@ impl std::fmt::Display for Reading {
     }
 }
 
-/// Why a spelling cannot be judged at all (SPEC §1.4).
+/// Why a spelling cannot be judged at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Unjudgeable {
@@ -95,7 +95,7 @@ impl std::fmt::Display for Unjudgeable {
     }
 }
 
-/// Why a name is not portable enough to be created (SPEC §1.4).
+/// Why a name is not portable enough to be created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NotPortable {
@@ -202,7 +202,7 @@ pub enum PathError {
         /// The write-protected glob that matched.
         entry: String,
     },
-    /// A spelling whose location cannot be judged (SPEC §1.4).
+    /// A spelling whose location cannot be judged.
     #[error("refused `{}`: {why}; spell a plain path instead", shown(.spelling))]
     Unjudgeable {
         /// What the agent wrote (NUL shown as `\0`).
@@ -210,7 +210,7 @@ pub enum PathError {
         /// Which rule.
         why: Unjudgeable,
     },
-    /// A name being created is not portable (SPEC §1.4).
+    /// A name being created is not portable.
     #[error("refused creating `{}`: {why}; use a name of letters, digits, `.`, `-` and `_`", shown(.name))]
     NotPortable {
         /// The refused name component.

@@ -30,7 +30,7 @@ pub enum Probe {
 
 /// A file-system view: the two lookups a check makes.
 ///
-/// Each call is one *lookup* in the sense of SPEC §1.2. Implementations:
+/// Each call is one *lookup* (one metadata call or readlink). Implementations:
 /// [`RealFs`](crate::RealFs) (the host), [`SimFs`](crate::SimFs) (in memory,
 /// for tests and simulation), or a host's own overlay (such as the tree a
 /// patch would leave behind).

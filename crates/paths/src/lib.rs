@@ -2,7 +2,7 @@
 //!
 //! An agent hands you a path. Before anything touches it, this crate
 //! answers: *where will the OS really go with this spelling?* — and refuses
-//! it unless **every** location it could end up at is allowed (SPEC §1):
+//! it unless **every** location it could end up at is allowed:
 //!
 //! 1. the **lexical** location (the normalized spelling),
 //! 2. the **POSIX** reading (links followed as met; `link/..` is the parent
@@ -34,7 +34,7 @@
 //! - [`PathPolicy::check`] → [`Checked`] (the three locations and the
 //!   lookups spent) or a [`PathError`] naming the spelling, the [`Reading`]
 //!   that escaped, where it landed and the rule.
-//! - Cost (SPEC §1.2): [`PathPolicy::cost_upper_bound`] from the spelling
+//! - Cost: [`PathPolicy::cost_upper_bound`] from the spelling
 //!   alone, before any lookup; [`Budget`] to share one bound across a batch.
 //! - [`FileSystem`]: the view a check looks through — [`RealFs`] (the host,
 //!   via `rustix`) or [`SimFs`] (in memory: Windows and case-insensitive
@@ -43,7 +43,7 @@
 //!   and remove beneath the roots' directory handles with no check-then-use
 //!   gap, on Linux, macOS and Windows (each platform's mechanism is in
 //!   [`Beneath`]'s docs).
-//! - [`check_portable_name`]: the rules for names being created (SPEC §1.4).
+//! - [`check_portable_name`]: the rules for names being created.
 //! - [`danger`]: loosenings (the safe defaults turned off), each listed by
 //!   [`PathPolicy::loosenings`] for a host to show.
 //!

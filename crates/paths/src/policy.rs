@@ -212,12 +212,12 @@ impl Checked {
         &self.posix
     }
 
-    /// The lexical location (SPEC §1.1, reading 1).
+    /// The lexical location.
     pub fn lexical(&self) -> &Path {
         self.lexical.as_deref().unwrap_or(&self.posix)
     }
 
-    /// The Windows-reading location (SPEC §1.1, reading 3).
+    /// The Windows-reading location.
     pub fn windows(&self) -> &Path {
         self.windows.as_deref().unwrap_or(&self.posix)
     }
@@ -244,7 +244,7 @@ impl Checked {
     }
 }
 
-/// The three locations of a spelling (SPEC §1.1), computed without judging
+/// The three locations of a spelling, computed without judging
 /// them: for explaining a decision, and for testing the resolver against
 /// the kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -536,7 +536,7 @@ impl PathPolicy {
             .map(|_| ())
     }
 
-    /// The fast path of SPEC §1.2 for a plain component: one lookup, and
+    /// The fast path for a plain component: one lookup, and
     /// when nothing (or no link) is there, the decision on the spelling
     /// where it stands. `None` when the full check must run (not plain, or
     /// a link is there).
@@ -617,9 +617,9 @@ impl PathPolicy {
         Ok(Readings { posix, windows })
     }
 
-    /// Lookups the spelled components need when no link is met (SPEC
-    /// §1.2): 1 for a plain component, otherwise 2 per component of each
-    /// reading that needs its own resolution.
+    /// Lookups the spelled components need when no link is met: 1 for a
+    /// plain component, otherwise 2 per component of each reading that
+    /// needs its own resolution.
     pub fn spelled_cost(&self, spelling: &str) -> u64 {
         match self.spell(spelling) {
             Ok(readings) => self.cost_of(spelling, &readings),
@@ -636,7 +636,7 @@ impl PathPolicy {
         names(&readings.posix) + readings.windows.as_ref().map_or(0, names)
     }
 
-    /// Upper bound, in lookups, of a check of `spelling` (SPEC §1.2),
+    /// Upper bound, in lookups, of a check of `spelling`,
     /// computed from the spelling alone: [`PathPolicy::spelled_cost`] plus
     /// [`PathPolicy::LINK_ALLOWANCE`]. A check never exceeds it: following
     /// links past it is refused as [`PathError::TooCostly`].
@@ -644,7 +644,7 @@ impl PathPolicy {
         self.spelled_cost(spelling) + Self::LINK_ALLOWANCE
     }
 
-    /// Whether `spelling` is one plain component (SPEC §1.2).
+    /// Whether `spelling` is one plain component.
     pub fn is_plain_component(&self, spelling: &str) -> bool {
         crate::spelling::is_plain(spelling)
     }

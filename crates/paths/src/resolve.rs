@@ -1,4 +1,4 @@
-//! The readings of SPEC §1.1: lexical, POSIX (links as met, `..` physical)
+//! The three readings of a spelling: lexical, POSIX (links as met, `..` physical)
 //! and Windows (`..` lexical first, then links), each paying its lookups
 //! from a [`Budget`].
 

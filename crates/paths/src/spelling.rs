@@ -1,5 +1,5 @@
 //! Reading a spelling: components, Windows rules, plain components and
-//! portable names (SPEC §1.1, §1.2, §1.4). Pure functions of the text.
+//! portable names. Pure functions of the text.
 
 use crate::{NotPortable, PathError, Unjudgeable};
 
@@ -87,7 +87,7 @@ pub(crate) fn split_windows(spelling: &str) -> Result<Spelled<'_>, Unjudgeable> 
     Ok(Spelled { absolute, parts })
 }
 
-/// The spelling-level refusals of SPEC §1.4: NUL always; device and
+/// The spelling-level refusals: NUL always; device and
 /// verbatim namespaces, UNC and drive spellings when Windows rules apply.
 pub(crate) fn unjudgeable(spelling: &str, windows: bool) -> Option<Unjudgeable> {
     let bytes = spelling.as_bytes();
@@ -192,7 +192,7 @@ pub(crate) fn looks_like_short_name(name: &[u8]) -> bool {
     }
 }
 
-/// Whether `spelling` is one plain component (SPEC §1.2): a single name,
+/// Whether `spelling` is one plain component: a single name,
 /// no `/` or `\`, not `.` or `..`, and nothing Windows reads specially (`:`,
 /// a trailing dot or space, `*?"<>|`, control characters, a reserved device
 /// name). Such a spelling costs one lookup when nothing has that name.
@@ -245,7 +245,7 @@ fn is_bidi(c: char) -> bool {
 }
 
 /// Check that a name about to be **created** is portable and unambiguous on
-/// every platform (SPEC §1.4), as git's NTFS protection is: no control or
+/// every platform, as git's NTFS protection is: no control or
 /// bidirectional-text characters, none of `: * ? " < > | \ /`, no trailing
 /// dot or space, no reserved device name (`CON`, `nul.txt`, `COM¹`), and no
 /// 8.3 short-name shape (`GIT~1`), which Windows may resolve to another

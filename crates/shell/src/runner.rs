@@ -1,5 +1,5 @@
-//! Running a validated command (SPEC §2.7): no shell, stdin closed, the
-//! §2.2 environment, a new process group killed whole on timeout, and
+//! Running a validated command: no shell, stdin closed, the
+//! scrubbed environment, a new process group killed whole on timeout, and
 //! per-stream caps while draining to the end.
 
 use std::path::PathBuf;

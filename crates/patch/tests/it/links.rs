@@ -4,8 +4,8 @@ use agentcaps_patch::{ApplyOptions, FileAction, Patch, PatchPolicyConfig};
 
 use crate::support::Sandbox;
 
-/// A hard link inside the root to a file outside passes every path check
-/// (SPEC §1.1), but a patched file is replaced by rename: the inode outside
+/// A hard link inside the root to a file outside passes every path
+/// check, but a patched file is replaced by rename: the inode outside
 /// is never written.
 #[test]
 fn hard_link_to_outside_is_replaced_not_written_through() {

@@ -1,4 +1,4 @@
-//! Exact lookup counts on the simulated file system (SPEC §1.2), and the
+//! Exact lookup counts on the simulated file system, and the
 //! bound computed before any lookup.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Exact lookup counts on a simulated file system (SPEC §1.2, §2.6).
+//! Exact lookup counts on a simulated file system.
 
 use agentcaps_paths::{PathPolicy, SimFs};
 use agentcaps_shell::{CommandRequest, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, ShellPolicy};

@@ -1,4 +1,4 @@
-//! The runner with real processes (SPEC §2.7).
+//! The runner with real processes.
 
 use std::path::Path;
 use std::time::Duration;
