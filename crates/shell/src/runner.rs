@@ -207,6 +207,7 @@ impl ShellPolicy {
             command.stdin.as_deref(),
             command.timeout,
             self.max_output_bytes,
+            None,
         )
         .await
         .map_err(spawn_error)?;
@@ -330,11 +331,19 @@ impl Ran {
 
 /// Feeds stdin, drains the output under the caps, waits; when the process
 /// ends, kills what is left of its group; on timeout kills the whole group.
+/// Supervises `child`: feeds its input, captures its output, waits for
+/// its end or kills its group at `timeout`.
+///
+/// With `finished`, the end is known sooner: once the output pipes are at
+/// their end, `finished` may say the child's work is done and give its
+/// status; the child is then reaped in the background (it may still be
+/// tearing down what it made), never left a zombie.
 pub(crate) async fn supervise(
     mut child: tokio::process::Child,
     input: Option<&[u8]>,
     timeout: Duration,
     max_output_bytes: u64,
+    finished: Option<&Finished>,
 ) -> std::io::Result<Ran> {
     let group = child.id();
     let mut stdin = child.stdin.take();
@@ -345,26 +354,43 @@ pub(crate) async fn supervise(
     let mut err = Capture::new(max_output_bytes);
 
     let finished = {
-        let waited = async {
-            let status = child.wait().await;
-            // Whatever the program left running in its group goes too, so
-            // the pipes close and nothing outlives the command.
-            kill_group(group);
-            status
-        };
         let work = async {
+            if let Some(done) = finished {
+                // The pipes end when the child's work is done (or it died).
+                let ((), (), ()) = tokio::join!(
+                    feed(&mut stdin, input),
+                    drain(&mut stdout, &mut out),
+                    drain(&mut stderr, &mut err)
+                );
+                if let Some(status) = done() {
+                    return (Ok(status), true);
+                }
+            }
+            let waited = async {
+                let status = child.wait().await;
+                // Whatever the program left running in its group goes too,
+                // so the pipes close and nothing outlives the command.
+                kill_group(group);
+                status
+            };
             let (status, (), (), ()) = tokio::join!(
                 waited,
                 feed(&mut stdin, input),
                 drain(&mut stdout, &mut out),
                 drain(&mut stderr, &mut err)
             );
-            status
+            (status, false)
         };
         tokio::time::timeout(timeout, work).await
     };
     let (status, timed_out) = match finished {
-        Ok(status) => (status?, false),
+        Ok((status, false)) => (status?, false),
+        Ok((status, true)) => {
+            // Not reaped yet, so the group id is still ours.
+            kill_group(group);
+            reap_in_background(child);
+            (status?, false)
+        }
         Err(_elapsed) => {
             // The leader is not reaped yet, so the group id is still ours.
             kill_group(group);
@@ -382,6 +408,23 @@ pub(crate) async fn supervise(
         err,
         timed_out,
     })
+}
+
+/// Says, once a child's output pipes are at their end, whether its work is
+/// done, and with which status.
+pub(crate) type Finished = dyn Fn() -> Option<std::process::ExitStatus> + Send + Sync;
+
+/// Waits for `child` on a task of its own (or, outside a runtime, lets
+/// tokio's orphan queue reap it).
+fn reap_in_background(mut child: tokio::process::Child) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                let _ = child.wait().await;
+            });
+        }
+        Err(_) => drop(child),
+    }
 }
 
 fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ShellError;
 use crate::kernel::view::plan::{Request, plan};
-use crate::kernel::view::spec::{INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
+use crate::kernel::view::spec::{DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
 use crate::kernel::view::staging::{Staging, default_base};
 use crate::kernel::view::{HELPER_ARG, default_helper};
 use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
@@ -109,15 +109,25 @@ impl ShellPolicy {
         prepare(&mut cmd, command.stdin.is_some());
         let started = Instant::now();
         let child = cmd.spawn().map_err(|e| spawn_io(helper, e))?;
+        // The helper writes its done file only once every process of the
+        // view is gone; with it and the end of the pipes the run is over,
+        // and the helper's exit (the kernel tearing the namespaces down) is
+        // waited for in the background.
+        let done_file = staging.path().join(DONE_FILE);
+        let done = move || done_status(&done_file);
         let ran = supervise(
             child,
             command.stdin.as_deref(),
             command.timeout,
             self.max_output_bytes,
+            Some(&done),
         )
         .await
         .map_err(|e| spawn_io(helper, e))?;
-        if ran.timed_out {
+        if ran.timed_out || done_status(&staging.path().join(DONE_FILE)).is_none() {
+            // The helper did not see the view end (killed, or failed): the
+            // view's first process may still be alive; nothing is judged
+            // before it is gone.
             wait_until_gone(staging.path()).await;
         }
         let outcome = std::fs::read(staging.path().join(OUTCOME_FILE))
@@ -232,6 +242,17 @@ fn kind_of(text: &str) -> std::io::ErrorKind {
         "InvalidInput" => K::InvalidInput,
         _ => K::Other,
     }
+}
+
+/// The helper's exit status, from its done file, once it wrote one.
+fn done_status(done_file: &Path) -> Option<std::process::ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let code: i32 = std::fs::read_to_string(done_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(std::process::ExitStatus::from_raw((code & 0xff) << 8))
 }
 
 /// After a timeout: waits until the view's first process (and so every

@@ -50,6 +50,72 @@ fn on_timeout_the_whole_namespace_dies_too() {
 }
 
 #[test]
+fn the_writes_are_judged_only_after_every_process_of_the_view_is_dead() {
+    // A background writer that never stops: by the time the call returns
+    // (and the writes were judged and committed) it must be dead, and the
+    // committed file must not change afterwards.
+    let project = Project::new();
+    std::fs::write(
+        project.root.join("writer-987653.sh"),
+        "while :; do echo x >> busy.txt; done\n",
+    )
+    .expect("writer");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "sh writer-987653.sh & while [ ! -s busy.txt ]; do :; done; echo started",
+    );
+    assert_eq!(result.exit, Exit::Code(0), "{result:?}");
+    assert!(crate::support::applied(&result, "busy.txt"), "{result:?}");
+    assert_eq!(processes_with("writer-987653"), Vec::<String>::new());
+    let committed = project.read("busy.txt").expect("busy.txt landed");
+    assert!(!committed.is_empty());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(project.read("busy.txt"), Some(committed));
+}
+
+#[test]
+fn a_cancelled_call_kills_the_whole_view() {
+    // The caller drops the run's future (a cancelled tool call): the
+    // helper is killed, and its first process and everything below it die
+    // with it.
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    std::fs::write(
+        project.root.join("run.sh"),
+        "setsid sh -c '(sleep 987654 &)' ; sleep 987654",
+    )
+    .expect("script");
+    let command = policy
+        .validate(&agentcaps_shell::CommandRequest::argv(["sh", "run.sh"]))
+        .expect("validated");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let run = policy.run(command);
+        tokio::pin!(run);
+        // Until both sleeps run in the view, then the call is cancelled.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while processes_with("sleep 987654").len() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the view never ran");
+            let _ = tokio::time::timeout(Duration::from_millis(20), &mut run).await;
+        }
+    });
+    drop(runtime);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !processes_with("sleep 987654").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still running after the call was cancelled: {:?}",
+            processes_with("sleep 987654")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
 fn udp_to_the_host_loopback_and_unix_sockets_outside_the_roots_are_unreachable() {
     let project = Project::new();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");

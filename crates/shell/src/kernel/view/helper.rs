@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
 use super::INNER_ARG;
-use super::spec::{INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, SPEC_FILE, ViewSpec};
+use super::spec::{DONE_FILE, INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, SPEC_FILE, ViewSpec};
 use crate::kernel::domain::Domain;
 use crate::kernel::privileges::drop_all_capabilities;
 use crate::kernel::rules::KernelRules;
@@ -92,6 +92,11 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
     })?;
     let exe = std::env::current_exe()
         .map_err(|error| Outcome::Failed(format!("the helper's own path: {error}")))?;
+    // Opened now: once the inner stage pivots (in this same mount
+    // namespace) the staging directory is out of this process's sight too.
+    // Empty until the view is over.
+    let done = std::fs::File::create(staging.join(DONE_FILE))
+        .map_err(|error| Outcome::Failed(format!("the done file: {error}")))?;
     let mut inner = std::process::Command::new(exe)
         .arg(INNER_ARG)
         .arg(staging)
@@ -102,7 +107,18 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
     let status = inner
         .wait()
         .map_err(|error| Outcome::Failed(format!("waiting for the view: {error}")))?;
-    Ok(status.code().unwrap_or(125))
+    // The first process of the namespace has been reaped, so every process
+    // of the view is dead: nothing can write to the staging layers now.
+    // Only then does the runner learn it is finished (this file, then the
+    // end of the output pipes), so it can judge the writes without waiting
+    // for the kernel to tear the namespaces down as this process exits.
+    let code = status.code().unwrap_or(125);
+    let _ = std::io::Write::write_all(&mut &done, code.to_string().as_bytes());
+    drop(done);
+    for fd in 0..=2 {
+        let _ = nix::unistd::close(fd);
+    }
+    Ok(code)
 }
 
 /// Marks every descriptor above stderr close-on-exec by closing it: the

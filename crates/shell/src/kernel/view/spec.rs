@@ -120,3 +120,8 @@ pub(crate) const OUTCOME_FILE: &str = "outcome.json";
 /// The name of the file holding the inner stage's process id (as the
 /// host sees it).
 pub(crate) const INNER_PID_FILE: &str = "inner.pid";
+/// The name of the file the outer stage writes once the inner stage (and
+/// so every process of the view) is gone: the outer stage's exit code.
+/// The runner needs no more than this and the end of the output pipes;
+/// the kernel's slower teardown of the namespaces is not waited for.
+pub(crate) const DONE_FILE: &str = "done";
