@@ -97,13 +97,16 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
     // Empty until the view is over.
     let done = std::fs::File::create(staging.join(DONE_FILE))
         .map_err(|error| Outcome::Failed(format!("the done file: {error}")))?;
+    let pid_file = std::fs::File::create(staging.join(INNER_PID_FILE))
+        .map_err(|error| Outcome::Failed(format!("the pid file: {error}")))?;
     let mut inner = std::process::Command::new(exe)
         .arg(INNER_ARG)
         .arg(staging)
         .spawn()
         .map_err(|error| Outcome::Failed(format!("starting the view's first process: {error}")))?;
     // The runner waits for the inner stage to be gone after a timeout.
-    let _ = std::fs::write(staging.join(INNER_PID_FILE), inner.id().to_string());
+    let _ = std::io::Write::write_all(&mut &pid_file, inner.id().to_string().as_bytes());
+    drop(pid_file);
     let status = inner
         .wait()
         .map_err(|error| Outcome::Failed(format!("waiting for the view: {error}")))?;
