@@ -113,6 +113,30 @@ fn is_directory(dir: &Dir, name: &OsStr) -> bool {
 }
 
 impl Beneath {
+    /// The target of a staged file with a given mode: its parent handle and
+    /// name, and the size of the file it replaces (0 when none). A
+    /// directory in its place is refused.
+    fn stage_target(
+        &self,
+        base: &Path,
+        spelling: &str,
+    ) -> Result<(Target, Dir, OsString, u64), PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
+        let (dir, name) = self.parent(&target)?;
+        let existing = sys::stat_at(&dir, &name).ok();
+        if existing.is_some_and(|st| st.kind == EntryKind::Dir) {
+            return Err(changed(
+                &target.spelling,
+                &target.location,
+                "it is a directory",
+            ));
+        }
+        let replaces_len = existing
+            .filter(|st| st.kind == EntryKind::File)
+            .map_or(0, |st| st.len);
+        Ok((target, dir, name, replaces_len))
+    }
+
     /// Write `bytes` to a temporary file beside the target, to be put in
     /// place by [`Beneath::commit`] (for transactions over many files).
     ///
@@ -139,19 +163,7 @@ impl Beneath {
         bytes: &[u8],
         mode: u32,
     ) -> Result<Staged, PathError> {
-        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
-        let (dir, name) = self.parent(&target)?;
-        let existing = sys::stat_at(&dir, &name).ok();
-        if existing.is_some_and(|st| st.kind == EntryKind::Dir) {
-            return Err(changed(
-                &target.spelling,
-                &target.location,
-                "it is a directory",
-            ));
-        }
-        let replaces_len = existing
-            .filter(|st| st.kind == EntryKind::File)
-            .map_or(0, |st| st.len);
+        let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
         let temp = self.write_temp(&dir, mode & 0o777, bytes, &target.location)?;
         Ok(Staged {
             dir,
@@ -182,19 +194,7 @@ impl Beneath {
         source: &Path,
         mode: u32,
     ) -> Result<Staged, PathError> {
-        let target = self.target(base, spelling, Access::Write, Follow::Last)?;
-        let (dir, name) = self.parent(&target)?;
-        let existing = sys::stat_at(&dir, &name).ok();
-        if existing.is_some_and(|st| st.kind == EntryKind::Dir) {
-            return Err(changed(
-                &target.spelling,
-                &target.location,
-                "it is a directory",
-            ));
-        }
-        let replaces_len = existing
-            .filter(|st| st.kind == EntryKind::File)
-            .map_or(0, |st| st.len);
+        let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
         let temp = match with_temp_name(|temp| sys::link_from(source, &dir, temp)) {
             Ok((temp, ())) => {
                 if let Err(failed) = sys::chmod_at(&dir, &temp, mode & 0o777) {
