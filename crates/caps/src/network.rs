@@ -1,5 +1,6 @@
 //! `[shell] network = "proxy"`: the egress crate's judging proxy, started
-//! for each command on the UNIX socket its private view relays to.
+//! for each command on the UNIX socket its private view relays to (or,
+//! without a view, on a free TCP port of loopback).
 
 use std::path::Path;
 
@@ -26,6 +27,23 @@ impl NetworkProxy for EgressProxy {
             log: proxy.log(),
             _proxy: proxy,
         }))
+    }
+
+    fn serve_tcp(&self) -> std::io::Result<(u16, Box<dyn ProxySession>)> {
+        let loopback = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        let proxy = ProxyThread::start(self.policy.clone(), Listen::Tcp(loopback))
+            .map_err(std::io::Error::other)?;
+        let port = proxy
+            .local_addr()
+            .map(|a| a.port())
+            .ok_or_else(|| std::io::Error::other("the proxy has no TCP address"))?;
+        Ok((
+            port,
+            Box::new(Session {
+                log: proxy.log(),
+                _proxy: proxy,
+            }),
+        ))
     }
 }
 

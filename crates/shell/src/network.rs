@@ -9,6 +9,13 @@
 //! that socket; `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their
 //! lower-case forms) point the command there. A program that ignores them
 //! has no route out: the view's network has only loopback, and no DNS.
+//!
+//! Where no private view can be had, the command runs with Landlock only
+//! (the fallback): the proxy then listens on a free TCP port of
+//! `127.0.0.1` ([`NetworkProxy::serve_tcp`]), the variables point there,
+//! and Landlock lets the command `connect` over TCP to that port alone. The
+//! result says `partial`: Landlock judges the port, not the address (any
+//! host on that port is reachable), and does not restrict UDP.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -28,6 +35,21 @@ pub trait NetworkProxy: Send + Sync + std::fmt::Debug {
     ///
     /// Why the proxy could not start; the command then does not run.
     fn serve(&self, socket: &Path) -> std::io::Result<Box<dyn ProxySession>>;
+
+    /// Serves HTTP proxying on a free TCP port of `127.0.0.1` until the
+    /// session is dropped; that port (for the fallback without a private
+    /// view). The default says it is not supported, and the command then
+    /// does not run.
+    ///
+    /// # Errors
+    ///
+    /// Why the proxy could not start.
+    fn serve_tcp(&self) -> std::io::Result<(u16, Box<dyn ProxySession>)> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "this network proxy serves on a UNIX socket only",
+        ))
+    }
 }
 
 /// One command's proxy: dropping it stops the proxy.
@@ -59,8 +81,9 @@ pub struct Connection {
 }
 
 /// The proxy variables of a command whose network is the proxy: the six
-/// variables set to `http://127.0.0.1:3128`, `NO_PROXY` removed.
-pub(crate) fn proxy_environment(env: &mut Vec<(OsString, OsString)>) {
+/// variables set to `http://127.0.0.1:PORT` (in a view, [`PROXY_PORT`]),
+/// `NO_PROXY` removed.
+pub(crate) fn proxy_environment(env: &mut Vec<(OsString, OsString)>, port: u16) {
     const NAMES: &[&str] = &[
         "HTTP_PROXY",
         "http_proxy",
@@ -72,7 +95,7 @@ pub(crate) fn proxy_environment(env: &mut Vec<(OsString, OsString)>) {
         "no_proxy",
     ];
     env.retain(|(name, _)| !NAMES.iter().any(|n| name == n));
-    let url = OsString::from(format!("http://127.0.0.1:{PROXY_PORT}"));
+    let url = OsString::from(format!("http://127.0.0.1:{port}"));
     for name in NAMES.iter().take(6) {
         env.push((OsString::from(name), url.clone()));
     }

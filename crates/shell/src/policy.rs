@@ -214,8 +214,10 @@ impl ShellPolicy {
     /// view (only loopback), a relay on `127.0.0.1:3128` passes each
     /// connection to the proxy, which `proxy` starts per command on a
     /// UNIX socket, and the proxy variables point there
-    /// ([`crate::Network::Proxy`]). Where no view can be built, commands
-    /// have no network (the proxy is not reachable).
+    /// ([`crate::Network::Proxy`]). Where no view can be built, `proxy`
+    /// serves on a free TCP port of `127.0.0.1` instead and Landlock lets
+    /// commands connect to that port only (the result says `partial`:
+    /// Landlock judges the port, not the host, and leaves UDP alone).
     #[must_use]
     pub fn with_network_proxy(
         mut self,

@@ -187,6 +187,22 @@ impl ShellPolicy {
                 source,
             },
         };
+        // The judging proxy, on a TCP port of loopback that Landlock lets
+        // the command reach (and no other port).
+        let mut env = command.env.clone();
+        let mut rules = self.kernel_rules(&command);
+        let proxy = match &self.proxy {
+            Some(proxy) if !self.allow_network => {
+                let (port, session) = proxy.serve_tcp().map_err(|source| ShellError::Spawn {
+                    program: command.program.clone(),
+                    source,
+                })?;
+                crate::network::proxy_environment(&mut env, port);
+                rules = rules.with_connect_port(port);
+                Some((port, session))
+            }
+            _ => None,
+        };
         let mut cmd = tokio::process::Command::new(&command.program);
         if let Some(arg0) = command.argv.first() {
             #[cfg(unix)]
@@ -197,9 +213,8 @@ impl ShellPolicy {
         cmd.args(command.argv.iter().skip(1))
             .current_dir(&command.cwd)
             .env_clear()
-            .envs(command.env.iter().map(|(k, v)| (k, v)));
+            .envs(env.iter().map(|(k, v)| (k, v)));
         prepare(&mut cmd, command.stdin.is_some());
-        let rules = self.kernel_rules(&command);
         let started = Instant::now();
         let (child, landlock) = kernel::spawn_confined(&mut cmd, &rules).map_err(spawn_error)?;
         let ran = supervise(
@@ -211,6 +226,10 @@ impl ShellPolicy {
         )
         .await
         .map_err(spawn_error)?;
+        let reason = match &proxy {
+            Some((port, _)) => format!("{reason}; {}", proxy_caveat(*port, landlock)),
+            None => reason,
+        };
         let (enforced, enforced_reason) = match landlock {
             Enforcement::Full => (
                 Enforcement::Partial {
@@ -227,7 +246,7 @@ impl ShellPolicy {
                 format!("no kernel confinement: {reason}"),
             ),
         };
-        Ok(ran.to_result(
+        let mut result = ran.to_result(
             started,
             command.program,
             command.argv,
@@ -235,7 +254,9 @@ impl ShellPolicy {
             enforced,
             Some(enforced_reason),
             None,
-        ))
+        );
+        result.connections = proxy.map(|(_, session)| session.connections());
+        Ok(result)
     }
 
     /// [`ShellPolicy::run`] on a private single-threaded runtime, for hosts
@@ -274,6 +295,25 @@ impl ShellPolicy {
             &command.program,
             self.allow_network,
             self.require_kernel_enforcement,
+        )
+    }
+}
+
+/// What Landlock alone does for a command whose network is the proxy on
+/// `127.0.0.1:port`, at the level it reached.
+fn proxy_caveat(port: u16, landlock: Enforcement) -> String {
+    let abi = match landlock {
+        Enforcement::Full => kernel::kernel_abi(),
+        Enforcement::Partial { abi } => abi,
+        Enforcement::None => 0,
+    };
+    if abi >= 4 {
+        format!(
+            "the network is the proxy on 127.0.0.1:{port}, held by Landlock alone: TCP connects only to port {port}, but to any host on that port, and UDP is not restricted"
+        )
+    } else {
+        format!(
+            "the network should be the proxy on 127.0.0.1:{port}, but this kernel's Landlock (ABI {abi}) cannot restrict TCP: the command can reach the host's network directly"
         )
     }
 }

@@ -79,7 +79,7 @@ impl ShellPolicy {
         let session = match &self.proxy {
             Some(proxy) => {
                 let session = proxy.serve(&socket).map_err(|e| spawn_io(helper, e))?;
-                crate::network::proxy_environment(&mut env);
+                crate::network::proxy_environment(&mut env, crate::network::PROXY_PORT);
                 Some(session)
             }
             None => None,

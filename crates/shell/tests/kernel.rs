@@ -73,6 +73,9 @@ struct Case {
     max_abi: Option<u8>,
     #[serde(default = "yes")]
     files: bool,
+    /// TCP connect allowed to `{port}` alone (a judging proxy's port).
+    #[serde(default)]
+    connect_port: bool,
 }
 
 fn yes() -> bool {
@@ -88,6 +91,8 @@ async fn escape_corpus() {
 
     let server = std::net::TcpListener::bind("127.0.0.1:0").expect("loopback server");
     let port = server.local_addr().expect("addr").port();
+    let other_server = std::net::TcpListener::bind("127.0.0.1:0").expect("loopback server");
+    let other = other_server.local_addr().expect("addr").port();
     let abstract_name = format!("agentcaps-kernel-test-{}", std::process::id());
     let abstract_listener = {
         use std::os::linux::net::SocketAddrExt;
@@ -106,7 +111,8 @@ async fn escape_corpus() {
     for case in &corpus.case {
         let tree = Tree::new();
         let mut bystander = Bystander::start();
-        let vars: [(&str, String); 9] = [
+        let vars: [(&str, String); 10] = [
+            ("{other}", other.to_string()),
             ("{write}", tree.write.display().to_string()),
             ("{read}", tree.read.display().to_string()),
             ("{outside}", tree.outside.display().to_string()),
@@ -128,6 +134,9 @@ async fn escape_corpus() {
         let mut rules = tree.rules().with_network(case.network);
         rules.restrict_files = case.files;
         rules.max_abi = case.max_abi;
+        if case.connect_port {
+            rules = rules.with_connect_port(port);
+        }
         let expected_level = match case.max_abi {
             Some(abi) if !case.files && case.network && abi < FULL_ABI => Enforcement::None,
             Some(abi) => Enforcement::for_abi(abi),
@@ -176,7 +185,7 @@ async fn escape_corpus() {
             failures.push(format!("{}: a file appeared outside the roots", case.name));
         }
     }
-    drop((server, abstract_listener, udp, unix_listener));
+    drop((server, other_server, abstract_listener, udp, unix_listener));
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, PathBeneath, PathFd, RestrictSelf,
-    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, PathBeneath, PathFd,
+    RestrictSelf, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 use super::enforcement::Enforcement;
@@ -140,6 +140,7 @@ pub(super) struct Key {
     etc: Vec<Option<(Inode, Modified)>>,
     restrict_files: bool,
     allow_network: bool,
+    connect_ports: Vec<u16>,
     level: u8,
 }
 
@@ -204,6 +205,7 @@ impl Key {
             etc,
             restrict_files: rules.restrict_files,
             allow_network: rules.allow_network,
+            connect_ports: rules.connect_ports.clone(),
             level,
         }
     }
@@ -251,6 +253,13 @@ fn fresh(key: &Key) -> io::Result<RulesetCreated> {
         ruleset = ruleset.scope(handled.scope).map_err(landlock_error)?;
     }
     let mut ruleset = ruleset.create().map_err(landlock_error)?;
+    // Ports still reachable by TCP connect while the rest is denied.
+    if handled.net.contains(AccessNet::ConnectTcp) {
+        for port in &key.connect_ports {
+            let rule = NetPort::new(*port, AccessNet::ConnectTcp);
+            ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
+        }
+    }
     if !handled.fs.is_empty() {
         let abi = ABI::from(i32::from(level));
         let read = AccessFs::from_read(abi);

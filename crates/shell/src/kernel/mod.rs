@@ -78,7 +78,7 @@
 //! | 1 | read, list, execute only beneath the read roots, the writable roots and the runtime list; write, create (files, dirs, links, devices, fifos, sockets), remove only beneath the writable roots |
 //! | 2 | renames and links across directories (below ABI 2 they are all denied, which is stricter) |
 //! | 3 | truncation (`O_TRUNC`, `truncate`) only beneath the writable roots |
-//! | 4 | TCP `bind` and `connect` denied unless [`KernelRules::allow_network`] (inside a private network namespace TCP is left to the namespace: only the command's own loopback is there) |
+//! | 4 | TCP `bind` and `connect` denied unless [`KernelRules::allow_network`], except `connect` to the [`KernelRules::connect_ports`] (inside a private network namespace TCP is left to the namespace: only the command's own loopback is there) |
 //! | 5 | `ioctl` on devices only beneath the writable roots |
 //! | 6 | abstract UNIX sockets and signals scoped to the domain |
 //!
@@ -101,7 +101,8 @@
 //!   read `.env` or write `.git/hooks` by itself, and its writes land
 //!   unjudged;
 //! - UDP, raw and netlink sockets and *pathname* UNIX sockets outside the
-//!   roots are reachable; a process that leaves the group (`setsid`)
+//!   roots are reachable; with `network = "proxy"` the command may connect
+//!   by TCP to the proxy's loopback port, and so to that port on any host; a process that leaves the group (`setsid`)
 //!   survives; `stat`, `chmod`, `chown` of the user's own files outside the
 //!   roots work; descriptors the host left open are inherited.
 //!

@@ -81,6 +81,15 @@ pub struct KernelRules {
     pub restrict_files: bool,
     /// Whether TCP `bind`/`connect` is allowed.
     pub allow_network: bool,
+    /// TCP ports the command may still `connect` to when
+    /// [`allow_network`](Self::allow_network) is off (Landlock ABI 4 and
+    /// later): the port of a judging proxy on loopback.
+    ///
+    /// # Security
+    ///
+    /// Landlock judges the port alone: a connection to *any* address on
+    /// that port is allowed, and UDP is not restricted at all.
+    pub connect_ports: Vec<u16>,
     /// Refuse to run when the kernel cannot enforce all of the above.
     pub require: bool,
     /// Use at most this Landlock ABI, even if the kernel offers more.
@@ -111,6 +120,7 @@ impl KernelRules {
             program: None,
             restrict_files: true,
             allow_network: false,
+            connect_ports: Vec::new(),
             require: false,
             max_abi: None,
         }
@@ -203,6 +213,14 @@ impl KernelRules {
     #[must_use]
     pub fn with_network(mut self, allow: bool) -> Self {
         self.allow_network = allow;
+        self
+    }
+
+    /// Allows TCP `connect` to `port` while the rest of the network stays
+    /// denied (see [`connect_ports`](Self::connect_ports)).
+    #[must_use]
+    pub fn with_connect_port(mut self, port: u16) -> Self {
+        self.connect_ports.push(port);
         self
     }
 

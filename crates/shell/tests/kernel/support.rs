@@ -111,6 +111,7 @@ pub(crate) fn errno_name(errno: i32) -> String {
         1 => "EPERM".to_owned(),
         13 => "EACCES".to_owned(),
         18 => "EXDEV".to_owned(),
+        111 => "ECONNREFUSED".to_owned(),
         -1 => "failed".to_owned(),
         n => format!("errno {n}"),
     }
