@@ -23,6 +23,9 @@ pub(crate) struct Reading<'a> {
     /// Where the subcommand is (an index into the arguments), for grammars
     /// with subcommands.
     pub(crate) subcommand: Option<usize>,
+    /// Arguments (indices) read as the value of a `text` option, or as
+    /// such an option with its value attached: never opened as files.
+    pub(crate) text: Vec<usize>,
 }
 
 impl<'a> Reading<'a> {
@@ -98,6 +101,7 @@ pub(crate) fn read<'a>(
         Kind::Either => either_value,
         Kind::Flag | Kind::Optional => false,
     };
+    let is_text = |entry: &str| grammar.text.iter().any(|t| t == entry);
     let mut out = Reading::default();
     let mut pending: Vec<&'a str> = Vec::new();
     let mut options_done = false;
@@ -107,6 +111,9 @@ pub(crate) fn read<'a>(
         if !pending.is_empty() {
             let entry = pending.remove(0);
             out.values.push((entry, arg.as_str()));
+            if is_text(entry) {
+                out.text.push(i - 1);
+            }
             continue;
         }
         if options_done {
@@ -134,6 +141,9 @@ pub(crate) fn read<'a>(
             out.options.push(entry);
             if let Some(next) = args.get(i).filter(|_| takes(kind)) {
                 out.values.push((entry, next));
+                if is_text(entry) {
+                    out.text.push(i);
+                }
                 i += 1;
             }
             continue;
@@ -162,10 +172,18 @@ pub(crate) fn read<'a>(
                             option: format!("--{name}=…"),
                         });
                     }
-                    (_, Some(value)) => out.values.push((entry, value)),
+                    (_, Some(value)) => {
+                        out.values.push((entry, value));
+                        if is_text(entry) {
+                            out.text.push(i - 1);
+                        }
+                    }
                     (kind, None) if takes(kind) => {
                         if let Some(next) = args.get(i) {
                             out.values.push((entry, next));
+                            if is_text(entry) {
+                                out.text.push(i);
+                            }
                             i += 1;
                         }
                     }
@@ -223,6 +241,9 @@ pub(crate) fn read<'a>(
                         Kind::Optional => {
                             if !rest.is_empty() {
                                 out.values.push((entry, rest));
+                                if is_text(entry) {
+                                    out.text.push(i - 1);
+                                }
                             }
                             break;
                         }
@@ -230,10 +251,16 @@ pub(crate) fn read<'a>(
                             if rest.is_empty() {
                                 if let Some(next) = args.get(i) {
                                     out.values.push((entry, next));
+                                    if is_text(entry) {
+                                        out.text.push(i);
+                                    }
                                     i += 1;
                                 }
                             } else {
                                 out.values.push((entry, rest));
+                                if is_text(entry) {
+                                    out.text.push(i - 1);
+                                }
                             }
                             break;
                         }
@@ -430,6 +457,26 @@ mod tests {
         let r = read(&grammar, &[], WHEN, &args, true, false).unwrap();
         assert_eq!(r.values, [("-f", "a.tar"), ("-b", "20")]);
         assert_eq!(r.operands, ["dir"]);
+    }
+
+    #[test]
+    fn text_values_are_marked_attached_or_next() {
+        let mut grammar = g(&["-v"], &["-d", "--chmod", "-f"]);
+        grammar.text = vec!["-d".to_owned(), "--chmod".to_owned()];
+        let args = argv(&[
+            "-vd1:2",
+            "--chmod",
+            "u:x",
+            "--chmod=a:b",
+            "-f",
+            "x:y",
+            "-d",
+            "3:4",
+            "op:1",
+        ]);
+        let r = read(&grammar, &[], WHEN, &args, false, false).unwrap();
+        assert_eq!(r.text, [0, 2, 3, 7]);
+        assert_eq!(r.operands, ["op:1"]);
     }
 
     #[test]

@@ -248,6 +248,21 @@ pub struct Grammar {
     /// Options whose value is a directory the operands are copied into
     /// (`cp -t DIR`).
     pub target: Vec<String>,
+    /// Options whose value is text the program never opens as a file
+    /// (`touch -d DATE`, `rsync --chmod=u+x:g-w`, `tar --transform=s:a:b:`):
+    /// an argument the grammar reads as such a value, or as an option
+    /// carrying one attached, is not judged as a path. Every other value
+    /// is, as are operands.
+    pub text: Vec<String>,
+    /// Set when the program reads a `NAME=value` operand as a variable it
+    /// expands (`make CC=cc`): the names that may be set. Another name, or
+    /// a value holding `$`, is refused: such a variable can choose the
+    /// program the makefile runs (`SHELL=`, `CC=`) or run one (`$(shell …)`).
+    pub assignments: Option<Vec<String>>,
+    /// Options whose value the program reads as another machine when it
+    /// holds a `:` before its first `/` (`tar -f host:archive` runs a
+    /// remote shell): such values are refused (`remote-operand`).
+    pub remote: Vec<String>,
     /// A short option whose value names a long option (`awk -W version`,
     /// `-W exec file`).
     pub long_via: Option<char>,
@@ -409,6 +424,13 @@ impl Grammar {
         self.either.extend(other.either);
         self.scripts.extend(other.scripts);
         self.target.extend(other.target);
+        self.text.extend(other.text);
+        self.remote.extend(other.remote);
+        match (&mut self.assignments, other.assignments) {
+            (Some(mine), Some(theirs)) => mine.extend(theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
         self.abbreviations |= other.abbreviations;
         self.digits |= other.digits;
         if other.long_via.is_some() {
@@ -446,7 +468,9 @@ fn validate_grammar(program: &str, grammar: &Grammar) -> Result<(), ShellError> 
         .entries()
         .map(|(e, _)| e)
         .chain(grammar.scripts.iter().map(String::as_str))
-        .chain(grammar.target.iter().map(String::as_str));
+        .chain(grammar.target.iter().map(String::as_str))
+        .chain(grammar.text.iter().map(String::as_str))
+        .chain(grammar.remote.iter().map(String::as_str));
     for entry in lists {
         let ok = matches!(
             Spelling::parse(entry),

@@ -85,8 +85,12 @@ pub(crate) fn validate(
     let mut segments = Vec::new();
     judge_programs(policy, &argv, 0, 0, &mut segments)?;
     let work = segments.last().ok_or(ShellError::EmptyCommand)?;
+    let text = match &policy.paths {
+        Some(_) => text_arguments(policy, &argv, work, when),
+        None => Vec::new(),
+    };
     if policy.paths.is_some() {
-        quick_bound(policy, &argv, work, when)?;
+        quick_bound(policy, &argv, work, when, &text)?;
     }
     for segment in &segments {
         judge_options(policy, &argv, segment, when)?;
@@ -126,7 +130,13 @@ pub(crate) fn validate(
 
     let cwd_spelling = request.cwd.as_deref().unwrap_or(".");
     let (cwd, lookups) = match &policy.paths {
-        Some(paths) => judge_paths(policy, paths, fs, &argv, work, cwd_spelling, when)?,
+        Some(paths) => {
+            let work = Work {
+                segment: work,
+                text: &text,
+            };
+            judge_paths(policy, paths, fs, &argv, work, cwd_spelling, when)?
+        }
         None => (normalize(&policy.working_directory.join(cwd_spelling)), 0),
     };
 
@@ -334,6 +344,9 @@ fn judge_options(
                 either,
             )
             .map_err(|p| problem(&segment.identity, grammar, p))?;
+            if let Some(names) = &grammar.assignments {
+                judge_assignments(&segment.identity, names, &reading.operands)?;
+            }
             if let Some(at) = reading.subcommand {
                 judge_subcommand(&segment.identity, grammar, args, at, when)?;
             }
@@ -348,6 +361,14 @@ fn judge_options(
                     reading.operands.iter().copied().chain(targets),
                 )?;
             }
+            refuse_remote(
+                &segment.identity,
+                reading
+                    .values
+                    .iter()
+                    .filter(|(entry, _)| grammar.remote.iter().any(|r| r == entry))
+                    .map(|(_, value)| *value),
+            )?;
             if rules.script.is_some() {
                 scripts.extend(reading.scripts(grammar));
             }
@@ -377,6 +398,38 @@ fn judge_options(
                 });
             }
         }
+    }
+    Ok(())
+}
+
+/// Refuse a `NAME=value` operand (a variable the program expands) unless
+/// `NAME` is one of `names` and the value expands nothing.
+fn judge_assignments(program: &str, names: &[String], operands: &[&str]) -> Result<(), ShellError> {
+    for operand in operands {
+        if !is_assignment(operand) {
+            continue;
+        }
+        let (name, value) = operand.split_once('=').unwrap_or((operand, ""));
+        if names.iter().any(|n| n == name) && !value.contains('$') {
+            continue;
+        }
+        let allowed = if names.is_empty() {
+            "none can be set here".to_owned()
+        } else {
+            format!(
+                "only {} can be set, to values without `$`",
+                names.join(", ")
+            )
+        };
+        return Err(ShellError::RefusedOption {
+            program: program.to_owned(),
+            argument: (*operand).to_owned(),
+            option: format!("{name}="),
+            reason: format!(
+                "sets a variable the program expands, which can choose the program it runs \
+                 (`SHELL=`, `CC=`) or run one (`$(shell …)`); {allowed}"
+            ),
+        });
     }
     Ok(())
 }
@@ -501,6 +554,7 @@ fn quick_bound(
     argv: &[String],
     work: &Segment,
     when: Conditions,
+    text: &[bool],
 ) -> Result<(), ShellError> {
     let rules = policy.rules.get(&work.identity);
     if rules.is_some_and(|r| r.arguments == Arguments::Text) {
@@ -510,6 +564,9 @@ fn quick_bound(
     let args = argv.get(work.start + 1..work.end).unwrap_or_default();
     let mut bound = LowerBound::with_capacity(args.len().saturating_mul(2));
     for (i, arg) in args.iter().enumerate() {
+        if text.get(i) == Some(&true) {
+            continue;
+        }
         let count = bound.add(arg, parts(rules, arg, bundled && i == 0, when));
         if count > LOOKUP_BUDGET {
             return Err(ShellError::TooCostly {
@@ -521,15 +578,73 @@ fn quick_bound(
     Ok(())
 }
 
+/// Which arguments of the working program its grammar reads as text values
+/// (`touch -d DATE`, `rsync --chmod=MODE`: see [`Grammar::text`]), under
+/// every reading of it; `true` at an argument's index. Empty when the
+/// program has no grammar with text options, or the grammar does not read
+/// the arguments (the options check refuses them then).
+fn text_arguments(
+    policy: &ShellPolicy,
+    argv: &[String],
+    work: &Segment,
+    when: Conditions,
+) -> Vec<bool> {
+    let Some(rules) = policy.rules.get(&work.identity) else {
+        return Vec::new();
+    };
+    let Some(grammar) = rules.grammar.as_ref().filter(|g| !g.text.is_empty()) else {
+        return Vec::new();
+    };
+    let args = argv.get(work.start + 1..work.end).unwrap_or_default();
+    let readings: &[bool] = if grammar.either.is_empty() {
+        &[false]
+    } else {
+        &[false, true]
+    };
+    let mut text = vec![true; args.len()];
+    for &either in readings {
+        let Ok(reading) = grammar::read(
+            grammar,
+            &rules.refuse,
+            when,
+            args,
+            rules.bundled_first,
+            either,
+        ) else {
+            return Vec::new();
+        };
+        let mut here = vec![false; args.len()];
+        for &i in &reading.text {
+            if let Some(flag) = here.get_mut(i) {
+                *flag = true;
+            }
+        }
+        for (flag, here) in text.iter_mut().zip(here) {
+            *flag &= here;
+        }
+    }
+    text
+}
+
+/// The working program, and which of its arguments are text values.
+#[derive(Clone, Copy)]
+struct Work<'a> {
+    segment: &'a Segment,
+    text: &'a [bool],
+}
+
 /// The working directory and every path-like part of the working program's
-/// arguments, judged under one budget. Returns the real working directory
-/// and the lookups spent.
+/// arguments (not its text values), judged under one budget. Returns the
+/// real working directory and the lookups spent.
 fn judge_paths(
     policy: &ShellPolicy,
     paths: &PathPolicy,
     fs: &dyn FileSystem,
     argv: &[String],
-    work: &Segment,
+    Work {
+        segment: work,
+        text: text_args,
+    }: Work<'_>,
     cwd_spelling: &str,
     when: Conditions,
 ) -> Result<(PathBuf, u64), ShellError> {
@@ -554,6 +669,9 @@ fn judge_paths(
         let bundled = rules.is_some_and(|r| r.bundled_first);
         let mut all: Vec<(&str, &str)> = Vec::new();
         for (i, arg) in args.iter().enumerate() {
+            if text_args.get(i) == Some(&true) {
+                continue;
+            }
             parts.clear();
             path_spellings(rules, arg, bundled && i == 0, when, &mut parts);
             all.extend(parts.iter().map(|part| (arg.as_str(), *part)));

@@ -16,7 +16,7 @@ pub(crate) const EXTRA: &[&str] = &[
     "nice", "timeout", "gawk", "mawk", "nawk", "fd", "ag", "tree", "cp", "mv", "ln", "install",
     "rsync", "dash", "zsh", "ksh", "busybox", "flock", "taskset", "watch", "unshare", "setsid",
     "chrt", "ionice", "nsenter", "chroot", "strace", "gdb", "parallel", "entr", "script", "su",
-    "doas", "pkexec", "runuser", "make", "du",
+    "doas", "pkexec", "runuser", "make", "du", "mkdir", "touch", "rm", "rmdir", "tee", "gmake",
 ];
 
 pub(crate) struct Tree {
