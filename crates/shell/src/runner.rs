@@ -386,6 +386,10 @@ pub(crate) async fn supervise(
     finished: Option<&Finished>,
 ) -> std::io::Result<Ran> {
     let group = child.id();
+    // A cancelled run (this future dropped at any await) kills the whole
+    // group, not only the child: what the child started before it could
+    // arrange for its own end (the view's first process) goes too.
+    let cancel = GroupKiller::new(group);
     let mut stdin = child.stdin.take();
     let input = input.unwrap_or_default();
     let mut stdout = child.stdout.take();
@@ -411,6 +415,7 @@ pub(crate) async fn supervise(
                 // Whatever the program left running in its group goes too,
                 // so the pipes close and nothing outlives the command.
                 kill_group(group);
+                cancel.disarm();
                 status
             };
             let (status, (), (), ()) = tokio::join!(
@@ -428,13 +433,16 @@ pub(crate) async fn supervise(
         Ok((status, true)) => {
             // Not reaped yet, so the group id is still ours.
             kill_group(group);
+            cancel.disarm();
             reap_in_background(child);
             (status?, false)
         }
         Err(_elapsed) => {
             // The leader is not reaped yet, so the group id is still ours.
             kill_group(group);
-            let status = child.wait().await?;
+            let status = child.wait().await;
+            cancel.disarm();
+            let status = status?;
             let _ = tokio::time::timeout(DRAIN_AFTER_KILL, async {
                 tokio::join!(drain(&mut stdout, &mut out), drain(&mut stderr, &mut err))
             })
@@ -495,6 +503,29 @@ where
         }
     }
     *stream = None;
+}
+
+/// Kills a child's process group when dropped, unless disarmed first
+/// (once the child is reaped its group id may be reused).
+struct GroupKiller(std::sync::atomic::AtomicU32);
+
+impl GroupKiller {
+    fn new(leader: Option<u32>) -> Self {
+        Self(std::sync::atomic::AtomicU32::new(leader.unwrap_or(0)))
+    }
+
+    fn disarm(&self) {
+        self.0.store(0, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        let leader = *self.0.get_mut();
+        if leader != 0 {
+            kill_group(Some(leader));
+        }
+    }
 }
 
 /// Kill the process group led by `leader` (ignoring a group already gone).

@@ -347,3 +347,72 @@ fn writes_to_a_cache_directory_are_seen_by_the_command_and_then_discarded() {
     );
     assert!(result.changes.expect("changes").is_empty());
 }
+
+#[test]
+fn a_call_cancelled_at_any_moment_after_start_leaves_nothing_running() {
+    // The call is dropped at many moments right after it starts: before
+    // the helper entered its namespaces, while the view is being built,
+    // as the command starts, while it runs. Whatever the moment, nothing
+    // of the run survives: no helper stage, no command, no `setsid`
+    // grandchild. The staging directory's name (in every helper's command
+    // line) and the command's own arguments carry the marker.
+    let project = Project::new();
+    let marker = format!("h13cancel{}", std::process::id());
+    let base = tempfile::Builder::new()
+        .prefix(&marker)
+        .tempdir()
+        .expect("staging base");
+    let policy = project
+        .policy()
+        .staging_dir(base.path())
+        .build()
+        .expect("policy");
+    std::fs::write(
+        project.root.join("run.sh"),
+        format!("setsid sh -c 'sleep 987656; :' {marker} & sh -c 'sleep 987656; :' {marker}"),
+    )
+    .expect("script");
+    // Every half millisecond through the first 30 ms (start-up), then a
+    // few later moments.
+    let delays = (0..60u64)
+        .map(|n| n * 500)
+        .chain([40_000, 60_000, 100_000, 200_000]);
+    for delay_us in delays {
+        let command = policy
+            .validate(&agentcaps_shell::CommandRequest::argv(["sh", "run.sh"]))
+            .expect("validated");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let ended = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_micros(delay_us), policy.run(command))
+                .await
+                .is_ok()
+        });
+        drop(runtime);
+        assert!(!ended, "the run ended by itself after {delay_us} µs");
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut left = processes_with(&marker);
+            left.extend(processes_with("sleep 987656"));
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "cancelled after {delay_us} µs, still running: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let staged: Vec<_> = std::fs::read_dir(base.path())
+            .expect("base")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            staged.is_empty(),
+            "left behind after {delay_us} µs: {staged:?}"
+        );
+    }
+}

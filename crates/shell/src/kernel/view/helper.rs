@@ -142,8 +142,9 @@ fn close_inherited_descriptors() {
 
 /// The inner stage, PID 1 of the view.
 fn inner(spec: &ViewSpec, outcome_path: &Path) -> Outcome {
-    // If the outer stage is killed (the runner's timeout), so is this
-    // process, and with it the namespace.
+    // If the outer stage is killed, so is this process, and with it the
+    // namespace. (The runner kills the helper's whole process group, this
+    // process included, so the moments before this line are covered too.)
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // The outcome file is opened now: after the pivot it is out of sight.
     let outcome_file = match std::fs::File::create(outcome_path) {
