@@ -9,6 +9,7 @@
 //! (`xargs`) or run a script string (a shell with `-c`) are always refused.
 
 use crate::cluster::{Shape, shape};
+use crate::shells::{self, ShellProblem};
 
 /// What a launcher does with its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,15 @@ pub(crate) enum Launch<'a> {
     NoCommand {
         /// Variables it sets (`env NAME=value`).
         assignments: Vec<(&'a str, &'a str)>,
+    },
+    /// An option the program's table does not know (a shell's).
+    Unknown {
+        /// The argument that holds it.
+        argument: String,
+        /// The option as read.
+        option: String,
+        /// What the table knows.
+        allowed: Vec<String>,
     },
     /// The launcher runs the command that starts at `argv[start]`.
     Inner {
@@ -273,13 +283,25 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
             ));
         }
         shell if SHELLS.contains(&shell) => {
-            return if argv.iter().skip(1).any(|arg| runs_string(arg)) {
-                Launch::Refused(format!(
+            let args = argv.get(1..).unwrap_or_default();
+            return match shells::read(shell, args) {
+                Ok(_) => Launch::NotALauncher,
+                Err(ShellProblem::CommandString) => Launch::Refused(format!(
                     "`{shell} -c` runs a shell command string; give the program and its arguments \
                      directly, one program per command"
-                ))
-            } else {
-                Launch::NotALauncher
+                )),
+                Err(ShellProblem::Refused { option, reason }) => Launch::Refused(format!(
+                    "`{shell} {option}` {reason}; name the script to run instead"
+                )),
+                Err(ShellProblem::Unknown {
+                    argument,
+                    option,
+                    allowed,
+                }) => Launch::Unknown {
+                    argument: argument.to_owned(),
+                    option,
+                    allowed,
+                },
             };
         }
         _ => return Launch::NotALauncher,
@@ -293,24 +315,11 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
     }
 }
 
-/// Whether a shell argument asks it to run a command string or a file the
-/// command line does not name: `-c` or `+c` anywhere in a cluster (`-lc`,
-/// `+xc`), `--command`, fish's `-C`/`--init-command`, bash's `--rcfile` and
-/// `--init-file`.
-fn runs_string(arg: &str) -> bool {
-    if let Some(body) = arg.strip_prefix('+') {
-        return body.contains(['c', 'C']);
-    }
-    match shape(arg, false) {
-        Shape::Cluster(body) => body.contains(['c', 'C']),
-        Shape::Long { name, .. } => {
-            !name.is_empty()
-                && ["command", "init-command", "rcfile", "init-file"]
-                    .iter()
-                    .any(|o| o.starts_with(name))
-        }
-        Shape::Operand => false,
-    }
+/// Whether `program` is a shell that, with these arguments (without
+/// `argv[0]`), reads its commands from standard input (no script named,
+/// or `-s`, `-i`): input given to it would run as a command string.
+pub(crate) fn shell_reads_stdin(program: &str, args: &[String]) -> bool {
+    SHELLS.contains(&program) && shells::read(program, args).is_ok_and(|a| a.reads_stdin)
 }
 
 fn parse<'a>(program: &str, grammar: &Grammar, argv: &'a [String]) -> Launch<'a> {

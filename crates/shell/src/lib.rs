@@ -91,6 +91,7 @@ mod remote;
 mod request;
 mod rules;
 mod script;
+mod shells;
 mod tokenize;
 mod validate;
 

@@ -19,7 +19,7 @@ use crate::env::{append_git_safety, check_agent_variable, child_environment, inh
 use crate::error::ShellError;
 use crate::grammar::{self, Problem};
 use crate::identity::{identity, is_bare};
-use crate::launcher::{Launch, launch};
+use crate::launcher::{Launch, launch, shell_reads_stdin};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{ArgumentAccess, Arguments, Grammar, OptionRule, ProgramRules};
@@ -115,6 +115,22 @@ pub(crate) fn validate(
             return Err(ShellError::Stdin {
                 reason: "this policy closes standard input; give the data as a file argument"
                     .to_owned(),
+            });
+        }
+        Some(_)
+            if shell_reads_stdin(
+                &work.identity,
+                argv.get(work.start + 1..work.end).unwrap_or_default(),
+            ) =>
+        {
+            return Err(ShellError::Launcher {
+                program: work.identity.clone(),
+                reason: format!(
+                    "`{}` reads its commands from standard input here (no script named, or -s \
+                     or -i), so the input would run as a shell command string; name a script \
+                     file, or give the program and its arguments directly",
+                    work.identity
+                ),
             });
         }
         Some(input) if input.len() > MAX_STDIN_BYTES => {
@@ -244,6 +260,18 @@ fn judge_programs(
             return Err(ShellError::Launcher {
                 program: id,
                 reason,
+            });
+        }
+        Launch::Unknown {
+            argument,
+            option,
+            allowed,
+        } => {
+            return Err(ShellError::UnknownOption {
+                program: id,
+                argument,
+                option,
+                allowed,
             });
         }
         Launch::NoCommand { assignments } => {

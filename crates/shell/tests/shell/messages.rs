@@ -102,6 +102,26 @@ fn refusal_messages() {
             CommandRequest::argv(["sh", "-c", "id"]),
         ),
         (
+            "shell_unknown_option",
+            "files",
+            CommandRequest::argv(["dash", "-O", "extglob", "notes.txt"]),
+        ),
+        (
+            "shell_start_up_file",
+            "files",
+            CommandRequest::argv(["bash", "--rcfile", "notes.txt", "-i"]),
+        ),
+        (
+            "shell_reads_stdin",
+            "stdin",
+            CommandRequest::argv(["bash"]).with_stdin("id"),
+        ),
+        (
+            "make_assignment",
+            "files",
+            CommandRequest::argv(["make", "SHELL=/tmp/x"]),
+        ),
+        (
             "path_tail",
             "files",
             CommandRequest::argv(["cat", "-iflout"]),
