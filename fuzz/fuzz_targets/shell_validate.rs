@@ -8,6 +8,10 @@
 //!   single-dash words exactly), nor, for a table with a grammar, a long
 //!   option the grammar does not know or a cluster whose first letter it
 //!   does not know;
+//! - for a program with subcommands (git), the same of the subcommand's
+//!   table for the arguments after it: none of its refused options, none
+//!   its grammar does not know; the program's rules scoped to its own
+//!   options judge only the arguments before the subcommand;
 //! - every argument of a program whose arguments are paths lies, once its
 //!   links are followed in the simulated tree, inside the root and outside
 //!   the blocked entries.
@@ -17,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use agentcaps_paths::{PathPolicy, SimFs};
-use agentcaps_shell::{Arguments, CommandRequest, ProgramRules, ShellPolicy, When};
+use agentcaps_shell::{
+    Arguments, CommandRequest, Grammar, OptionRule, ProgramRules, Scope, ShellPolicy, When,
+};
 use libfuzzer_sys::fuzz_target;
 
 const COMMANDS: &[&str] = &[
@@ -92,9 +98,31 @@ fn table<'p>(policy: &'p ShellPolicy, program: &str) -> Option<&'p ProgramRules>
 /// Whether `arg` holds an option that `rules` refuses (the rules of the
 /// command reading: anywhere, after `--` too).
 fn holds_refused(rules: &ProgramRules, arg: &str, first: bool) -> Option<String> {
+    holds_refused_by(
+        &rules.refuse,
+        rules.grammar.as_ref(),
+        &rules.text_value,
+        rules.bundled_first,
+        false,
+        arg,
+        first,
+    )
+}
+
+/// [`holds_refused`] for any rules and the grammar beside them;
+/// `after_subcommand` leaves out the rules scoped to the program's own
+/// options.
+fn holds_refused_by(
+    refuse: &[OptionRule],
+    grammar: Option<&Grammar>,
+    text_value: &[char],
+    bundled_first: bool,
+    after_subcommand: bool,
+    arg: &str,
+    first: bool,
+) -> Option<String> {
     let exact_grammar_long = |name: &str| {
-        rules
-            .grammar
+        grammar
             .iter()
             .flat_map(|g| {
                 g.flags
@@ -105,8 +133,10 @@ fn holds_refused(rules: &ProgramRules, arg: &str, first: bool) -> Option<String>
             })
             .any(|e| e.strip_prefix("--") == Some(name))
     };
-    for rule in &rules.refuse {
-        if rule.when == When::Windows {
+    for rule in refuse {
+        if rule.when == When::Windows
+            || (after_subcommand && rule.scope == Scope::BeforeSubcommand)
+        {
             continue;
         }
         let option = rule.option.as_str();
@@ -132,7 +162,7 @@ fn holds_refused(rules: &ProgramRules, arg: &str, first: bool) -> Option<String>
                 None
             } else if let Some(body) = arg.strip_prefix('-') {
                 Some(body)
-            } else if first && rules.bundled_first {
+            } else if first && bundled_first {
                 Some(arg)
             } else {
                 None
@@ -141,7 +171,7 @@ fn holds_refused(rules: &ProgramRules, arg: &str, first: bool) -> Option<String>
                 if b == c {
                     return Some(option.to_owned());
                 }
-                if rules.text_value.contains(&b) {
+                if text_value.contains(&b) {
                     break;
                 }
             }
@@ -156,7 +186,11 @@ fn holds_refused(rules: &ProgramRules, arg: &str, first: bool) -> Option<String>
 /// does not list or abbreviate, or a cluster whose first letter it does not
 /// list), before `--` and before any subcommand.
 fn holds_unknown(rules: &ProgramRules, args: &[String]) -> Option<String> {
-    let grammar = rules.grammar.as_ref()?;
+    holds_unknown_in(rules.grammar.as_ref()?, rules.bundled_first, args)
+}
+
+/// [`holds_unknown`] for any grammar.
+fn holds_unknown_in(grammar: &Grammar, bundled_first: bool, args: &[String]) -> Option<String> {
     let entries: Vec<&str> = grammar
         .flags
         .iter()
@@ -226,11 +260,59 @@ fn holds_unknown(rules: &ProgramRules, args: &[String]) -> Option<String> {
             }) {
                 return None;
             }
-        } else if !grammar.subcommands.is_empty() || (i == 1 && rules.bundled_first) {
+        } else if !grammar.subcommands.is_empty() || (i == 1 && bundled_first) {
             return None;
         }
     }
     None
+}
+
+/// Where a program's subcommand is: its first operand, read with the
+/// program's own grammar (`git --namespace n log`: 2). `None` when there is
+/// none or the options cannot be read simply (a cluster holding a value
+/// option).
+fn subcommand_at(grammar: &Grammar, args: &[String]) -> Option<usize> {
+    let takes_value = |e: &str| grammar.values.iter().any(|v| v == e);
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if arg == "--" {
+            return args.get(i + 1).map(|_| i + 1);
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            if !long.contains('=') && takes_value(arg) {
+                i += 1;
+            }
+        } else if let Some(body) = arg.strip_prefix('-').filter(|b| !b.is_empty()) {
+            if body.chars().any(|c| takes_value(&format!("-{c}"))) {
+                return None;
+            }
+        } else {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// For a program with subcommands: an argument after the subcommand that
+/// holds an option the subcommand refuses, one the program refuses
+/// anywhere, or one the subcommand's grammar does not know.
+fn holds_after_subcommand(rules: &ProgramRules, args: &[String]) -> Option<String> {
+    let grammar = rules.grammar.as_ref()?;
+    let at = subcommand_at(grammar, args)?;
+    let name = args.get(at)?;
+    let sub = grammar.subcommands.iter().find(|s| &s.name == name)?;
+    let rest = args.get(at + 1..).unwrap_or_default();
+    let inner = sub.grammar.as_deref();
+    for arg in rest {
+        let hit = holds_refused_by(&sub.refuse, inner, &[], false, true, arg, false).or_else(|| {
+            holds_refused_by(&rules.refuse, inner, &rules.text_value, false, true, arg, false)
+        });
+        if hit.is_some() {
+            return hit;
+        }
+    }
+    holds_unknown_in(inner?, false, rest)
 }
 
 /// Where `spelling` (relative to the root) really is, following the
@@ -308,10 +390,19 @@ fn oracle(s: &Setup, request: &[String], accepted: &[String]) {
     let args = request.get(start + 1..).unwrap_or_default();
     let rules = table(&s.policy, &program);
     if let Some(rules) = rules {
-        for (i, arg) in args.iter().enumerate() {
+        // With subcommands, the program's table judges the arguments up to
+        // the subcommand; the subcommand's, those after it.
+        let own = match rules.grammar.as_ref().filter(|g| !g.subcommands.is_empty()) {
+            Some(grammar) => subcommand_at(grammar, args).map_or(args.len(), |at| at + 1),
+            None => args.len(),
+        };
+        for (i, arg) in args.iter().enumerate().take(own) {
             if let Some(option) = holds_refused(rules, arg, i == 0) {
                 panic!("accepted {request:?} although `{arg}` holds the refused {option}");
             }
+        }
+        if let Some(option) = holds_after_subcommand(rules, args) {
+            panic!("accepted {request:?} although {option} follows the subcommand");
         }
         if let Some(arg) = holds_unknown(rules, args) {
             panic!("accepted {request:?} although `{arg}` is unknown to {program}'s grammar");

@@ -183,7 +183,11 @@ mod tests {
                 builder = builder.windows_aliases(agentcaps_paths::WindowsAliases::Always);
             }
             let paths = builder.build().unwrap();
-            let when = Conditions { path_policy: true, windows };
+            let when = Conditions {
+                path_policy: true,
+                windows,
+                after_subcommand: false,
+            };
             let mut bound = LowerBound::default();
             let mut seen = HashSet::new();
             let mut exact = 0u64;

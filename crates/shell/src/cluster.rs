@@ -8,7 +8,7 @@
 //! cluster, and a long option on any prefix of at least one letter.
 
 use crate::budget::Parts;
-use crate::rules::{OptionRule, ProgramRules, Spelling, When};
+use crate::rules::{Grammar, OptionRule, ProgramRules, Scope, Spelling, When};
 
 /// The conditions that switch rules on.
 #[derive(Debug, Clone, Copy)]
@@ -17,14 +17,26 @@ pub(crate) struct Conditions {
     pub(crate) path_policy: bool,
     /// Windows rules apply.
     pub(crate) windows: bool,
+    /// The argument comes after the program's subcommand (rules scoped to
+    /// the program's own options do not apply).
+    pub(crate) after_subcommand: bool,
 }
 
 impl Conditions {
     pub(crate) fn applies(self, rule: &OptionRule) -> bool {
-        match rule.when {
+        let when = match rule.when {
             When::Always => true,
             When::PathPolicy => self.path_policy,
             When::Windows => self.windows,
+        };
+        when && !(self.after_subcommand && rule.scope == Scope::BeforeSubcommand)
+    }
+
+    /// The same conditions, for an argument after the subcommand or not.
+    pub(crate) fn after_subcommand(self, after: bool) -> Self {
+        Self {
+            after_subcommand: after,
+            ..self
         }
     }
 }
@@ -81,8 +93,28 @@ pub(crate) fn refused<'r>(
     bundled: bool,
     when: Conditions,
 ) -> Option<&'r OptionRule> {
-    let hit = refused_by(&rules.refuse, &rules.text_value, arg, bundled, when)?;
-    if let (Shape::Long { name, .. }, Some(grammar)) = (shape(arg, bundled), &rules.grammar) {
+    refused_with(
+        &rules.refuse,
+        &rules.text_value,
+        rules.grammar.as_ref(),
+        arg,
+        bundled,
+        when,
+    )
+}
+
+/// [`refused`] for any list of rules and the grammar beside them (a
+/// subcommand's).
+pub(crate) fn refused_with<'r>(
+    refuse: &'r [OptionRule],
+    text_value: &[char],
+    grammar: Option<&Grammar>,
+    arg: &str,
+    bundled: bool,
+    when: Conditions,
+) -> Option<&'r OptionRule> {
+    let hit = refused_by(refuse, text_value, arg, bundled, when)?;
+    if let (Shape::Long { name, .. }, Some(grammar)) = (shape(arg, bundled), grammar) {
         let exact = |entry: &str| entry.strip_prefix("--") == Some(name);
         let refused_exactly = |rule: &OptionRule| match Spelling::parse(&rule.option) {
             Some(Spelling::Long {
@@ -92,8 +124,7 @@ pub(crate) fn refused<'r>(
             _ => false,
         };
         if grammar.entries().any(|(e, _)| exact(e)) {
-            return rules
-                .refuse
+            return refuse
                 .iter()
                 .filter(|r| when.applies(r))
                 .find(|r| refused_exactly(r));
@@ -265,6 +296,7 @@ mod tests {
         let when = Conditions {
             path_policy: true,
             windows: false,
+            after_subcommand: false,
         };
         path_spellings(None, "-iflout", false, when, &mut out);
         assert_eq!(

@@ -383,6 +383,7 @@ mod tests {
     const WHEN: Conditions = Conditions {
         path_policy: true,
         windows: false,
+        after_subcommand: false,
     };
 
     #[test]

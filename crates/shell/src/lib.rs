@@ -116,8 +116,8 @@ pub use policy::{
 };
 pub use request::{Command, CommandRequest, ValidatedCommand};
 pub use rules::{
-    ArgumentAccess, Arguments, Grammar, OperandRule, OptionRule, ProgramRules, ScriptLanguage,
-    Subcommand, When,
+    ArgumentAccess, Arguments, DefaultWrite, Grammar, OperandRule, OptionRule, ProgramRules, Scope,
+    ScriptLanguage, Subcommand, When,
 };
 #[cfg(feature = "runner")]
 pub use runner::{Exit, RunResult, Truncated};

@@ -1,8 +1,9 @@
 //! Option rules as data: one table per program.
 //!
-//! The default tables live in `default_rules.toml` beside this file (read it:
-//! every rule carries the reason shown to the model). A host adds tables, or
-//! rules to an existing program's table, with [`ProgramRules`] values.
+//! The default tables live in `default_rules.toml` and `git_rules.toml`
+//! beside this file (read them: every rule carries the reason shown to the
+//! model). A host adds tables, or rules to an existing program's table, with
+//! [`ProgramRules`] values.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -12,8 +13,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::ShellError;
 use crate::identity::identity;
 
-/// The default tables, as shipped.
-const DEFAULT_RULES: &str = include_str!("default_rules.toml");
+/// The default tables, as shipped: most programs, then git's (its grammar
+/// has a table per subcommand, so it has a file of its own).
+const DEFAULT_RULES: [&str; 2] = [
+    include_str!("default_rules.toml"),
+    include_str!("git_rules.toml"),
+];
 
 /// The option rules of one program.
 ///
@@ -115,17 +120,34 @@ pub struct OptionRule {
     /// When the rule applies.
     #[serde(default)]
     pub when: When,
+    /// Which arguments it judges, for a program with subcommands.
+    #[serde(default)]
+    pub scope: Scope,
 }
 
 impl OptionRule {
-    /// A rule that always applies.
+    /// A rule that always applies, to every argument.
     pub fn new(option: impl Into<String>, reason: impl Into<String>) -> Self {
         Self {
             option: option.into(),
             reason: reason.into(),
             when: When::Always,
+            scope: Scope::Anywhere,
         }
     }
+}
+
+/// Which arguments an [`OptionRule`] of a program table judges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Scope {
+    /// Every argument (after a subcommand too, and after `--`).
+    #[default]
+    Anywhere,
+    /// Only the program's own options, before its subcommand (`git -c`,
+    /// which is not `git diff -c`). Without subcommands, every argument.
+    BeforeSubcommand,
 }
 
 /// When an [`OptionRule`] applies.
@@ -298,6 +320,64 @@ pub struct Subcommand {
     pub operands_reason: Option<String>,
     /// First operands refused, with why (`git config edit`).
     pub refuse_operands: Vec<OperandRule>,
+    /// Operands from this position on (0 is the first) name what the
+    /// subcommand writes, and are judged for writing (`git clone URL DIR`:
+    /// 1; `git restore FILE…`: 0).
+    pub writes_from: Option<usize>,
+    /// What it writes when no operand is at `writes_from` (`git init` writes
+    /// the working directory; `git clone URL` a directory named after the
+    /// repository).
+    pub writes_default: Option<DefaultWrite>,
+    /// What it writes is a directory it fills with a repository or a work
+    /// tree (`git clone`, `git init`, `git worktree add`): names the command
+    /// line does not show. Such a directory inside a `.git` directory is
+    /// refused, as git reads names there as its own configuration and hooks.
+    pub writes_repository: bool,
+}
+
+/// What a subcommand writes when the command line does not name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum DefaultWrite {
+    /// The working directory (`git init`).
+    WorkingDirectory,
+    /// A directory named after the first operand, as `git clone` names it:
+    /// its last component without a trailing `/`, `.git` or `.bundle`.
+    SourceName,
+}
+
+impl Subcommand {
+    /// Add a host's rules for the same subcommand: its refusals add to
+    /// these, never replace them.
+    fn extend(&mut self, other: Subcommand) {
+        if other.refused.is_some() {
+            self.refused = other.refused;
+        }
+        self.refuse.extend(other.refuse);
+        self.refuse_operands.extend(other.refuse_operands);
+        match (&mut self.grammar, other.grammar) {
+            (Some(mine), Some(theirs)) => mine.extend(*theirs),
+            (mine @ None, theirs) => *mine = theirs,
+            (Some(_), None) => {}
+        }
+        self.max_operands = match (self.max_operands, other.max_operands) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.more_operands_with.extend(other.more_operands_with);
+        if other.operands_reason.is_some() {
+            self.operands_reason = other.operands_reason;
+        }
+        self.writes_from = match (self.writes_from, other.writes_from) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if other.writes_default.is_some() {
+            self.writes_default = other.writes_default;
+        }
+        self.writes_repository |= other.writes_repository;
+    }
 }
 
 /// An operand refused in a given place, with why.
@@ -328,9 +408,12 @@ impl RuleSet {
     pub(crate) fn defaults() -> Result<Self, ShellError> {
         static PARSED: OnceLock<Result<Vec<ProgramRules>, String>> = OnceLock::new();
         let parsed = PARSED.get_or_init(|| {
-            toml::from_str::<RuleFile>(DEFAULT_RULES)
-                .map(|file| file.program)
-                .map_err(|e| e.to_string())
+            let mut tables = Vec::new();
+            for text in DEFAULT_RULES {
+                let file = toml::from_str::<RuleFile>(text).map_err(|e| e.to_string())?;
+                tables.extend(file.program);
+            }
+            Ok(tables)
         });
         match parsed {
             Ok(tables) => {
@@ -436,7 +519,12 @@ impl Grammar {
         if other.long_via.is_some() {
             self.long_via = other.long_via;
         }
-        self.subcommands.extend(other.subcommands);
+        for theirs in other.subcommands {
+            match self.subcommands.iter_mut().find(|s| s.name == theirs.name) {
+                Some(mine) => mine.extend(theirs),
+                None => self.subcommands.push(theirs),
+            }
+        }
     }
 
     /// Every entry, with its kind.
@@ -493,7 +581,21 @@ fn validate_grammar(program: &str, grammar: &Grammar) -> Result<(), ShellError> 
             });
         }
     }
-    for sub in &grammar.subcommands {
+    for (i, sub) in grammar.subcommands.iter().enumerate() {
+        if grammar
+            .subcommands
+            .get(..i)
+            .unwrap_or_default()
+            .iter()
+            .any(|s| s.name == sub.name)
+        {
+            return Err(ShellError::Config {
+                message: format!(
+                    "subcommand `{}` of `{program}` is listed twice; give it one table",
+                    sub.name
+                ),
+            });
+        }
         for rule in &sub.refuse {
             validate_spelling(program, &rule.option)?;
         }

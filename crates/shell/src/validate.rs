@@ -14,7 +14,7 @@ use std::time::Duration;
 use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
 use crate::budget::LowerBound;
-use crate::cluster::{Conditions, parts, path_spellings, refused, refused_by};
+use crate::cluster::{Conditions, parts, path_spellings, refused, refused_with};
 use crate::env::{append_git_safety, check_agent_variable, child_environment, inheritable};
 use crate::error::ShellError;
 use crate::grammar::{self, Problem};
@@ -22,7 +22,7 @@ use crate::identity::{identity, is_bare};
 use crate::launcher::{Launch, launch, shell_reads_stdin};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
-use crate::rules::{ArgumentAccess, Arguments, Grammar, OptionRule, ProgramRules};
+use crate::rules::{ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules};
 use crate::{remote, script, tokenize};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
@@ -81,6 +81,7 @@ pub(crate) fn validate(
     let when = Conditions {
         path_policy: policy.paths.is_some(),
         windows: policy.windows_rules,
+        after_subcommand: false,
     };
     let mut segments = Vec::new();
     judge_programs(policy, &argv, 0, 0, &mut segments)?;
@@ -348,7 +349,24 @@ fn judge_options(
         return Ok(());
     };
     let args = argv.get(segment.start + 1..segment.end).unwrap_or_default();
-    for (i, arg) in args.iter().enumerate() {
+    // Rules scoped to the program's own options stop at its subcommand
+    // (`git -c` is not `git diff -c`). Where the options cannot be read,
+    // every rule judges every argument.
+    let subcommand_at = rules
+        .grammar
+        .as_ref()
+        .filter(|g| !g.subcommands.is_empty())
+        .and_then(|g| grammar::read(g, &rules.refuse, when, args, false, false).ok())
+        .and_then(|reading| reading.subcommand)
+        .unwrap_or(args.len());
+    // After the subcommand, the subcommand's own rules are asked first (so
+    // that a refusal names them), then the program's (see
+    // `judge_subcommand`).
+    for (i, arg) in args
+        .iter()
+        .enumerate()
+        .take(subcommand_at.saturating_add(1))
+    {
         if let Some(rule) = refused(rules, arg, rules.bundled_first && i == 0, when) {
             return Err(refused_option(&segment.identity, arg, rule));
         }
@@ -376,7 +394,7 @@ fn judge_options(
                 judge_assignments(&segment.identity, names, &reading.operands)?;
             }
             if let Some(at) = reading.subcommand {
-                judge_subcommand(&segment.identity, grammar, args, at, when)?;
+                judge_subcommand(&segment.identity, rules, grammar, args, at, when)?;
             }
             if rules.refuse_remote {
                 let targets = reading
@@ -500,6 +518,7 @@ fn problem(program: &str, grammar: &Grammar, problem: Problem<'_>) -> ShellError
 /// The subcommand at `args[at]` and its arguments (`git log --oneline`).
 fn judge_subcommand(
     program: &str,
+    rules: &ProgramRules,
     grammar: &Grammar,
     args: &[String],
     at: usize,
@@ -527,9 +546,20 @@ fn judge_subcommand(
     }
     let full = format!("{program} {name}");
     let rest = args.get(at + 1..).unwrap_or_default();
+    let when = when.after_subcommand(true);
     for arg in rest {
-        if let Some(rule) = refused_by(&sub.refuse, &[], arg, false, when) {
+        let grammar = sub.grammar.as_deref();
+        if let Some(rule) = refused_with(&sub.refuse, &[], grammar, arg, false, when) {
             return Err(refused_option(&full, arg, rule));
+        }
+        // The program's rules judge every argument (`--upload-pack`
+        // wherever it is), except those scoped to its own options; an
+        // option the subcommand's grammar spells exactly (`git help
+        // --config`) is that option, not an abbreviation of a refused one.
+        if let Some(rule) =
+            refused_with(&rules.refuse, &rules.text_value, grammar, arg, false, when)
+        {
+            return Err(refused_option(program, arg, rule));
         }
     }
     let (operands, options): (Vec<&str>, Vec<&str>) = match &sub.grammar {
@@ -688,6 +718,17 @@ fn judge_paths(
         Some(r) if !text => copy_targets(r, args, when, &work.identity)?,
         _ => Vec::new(),
     };
+    // What a subcommand writes (`git clone URL DIR`), judged for writing.
+    let written = match rules {
+        Some(r) if !text => subcommand_writes(r, args, when, &work.identity, cwd_spelling)?,
+        _ => Written::default(),
+    };
+    let writes: HashSet<&str> = written
+        .operands
+        .iter()
+        .copied()
+        .chain(written.named.iter().map(|(_, name)| name.as_str()))
+        .collect();
     // Every distinct spelling once, with the argument it came from.
     let mut seen = HashSet::new();
     let mut spellings: Vec<(&str, &str)> = Vec::new();
@@ -704,8 +745,15 @@ fn judge_paths(
             path_spellings(rules, arg, bundled && i == 0, when, &mut parts);
             all.extend(parts.iter().map(|part| (arg.as_str(), *part)));
         }
-        // A copy's `DIR/<name>` targets, judged like the arguments.
+        // A copy's `DIR/<name>` targets, judged like the arguments, and
+        // what a subcommand writes without naming it.
         all.extend(targets.iter().map(|(arg, target)| (*arg, target.as_str())));
+        all.extend(
+            written
+                .named
+                .iter()
+                .map(|(arg, name)| (*arg, name.as_str())),
+        );
         for (arg, part) in all {
             if seen.insert(part) {
                 cost = cost.saturating_add(paths.spelled_cost(part));
@@ -738,6 +786,11 @@ fn judge_paths(
         .location()
         .to_path_buf();
     for (argument, spelling) in spellings {
+        let access = if writes.contains(spelling) {
+            Access::Write
+        } else {
+            access
+        };
         paths
             .check_within(fs, &cwd, spelling, access, &mut budget)
             .map_err(|source| match source {
@@ -810,9 +863,187 @@ fn copy_targets<'a>(
     Ok(out)
 }
 
+/// What a subcommand writes: operands that name it, and names it writes
+/// without the command line spelling them (with the argument they come
+/// from).
+#[derive(Debug, Default)]
+struct Written<'a> {
+    operands: Vec<&'a str>,
+    named: Vec<(&'a str, String)>,
+}
+
+/// For a program with subcommands, what the subcommand writes (see
+/// [`crate::rules::Subcommand::writes_from`]). A command whose options do
+/// not read has been refused before; it writes nothing here.
+fn subcommand_writes<'a>(
+    rules: &'a ProgramRules,
+    args: &'a [String],
+    when: Conditions,
+    program: &str,
+    cwd_spelling: &str,
+) -> Result<Written<'a>, ShellError> {
+    let mut out = Written::default();
+    let Some(grammar) = rules.grammar.as_ref().filter(|g| !g.subcommands.is_empty()) else {
+        return Ok(out);
+    };
+    let Ok(reading) = grammar::read(grammar, &rules.refuse, when, args, false, false) else {
+        return Ok(out);
+    };
+    let Some(at) = reading.subcommand else {
+        return Ok(out);
+    };
+    let name = args.get(at).map(String::as_str).unwrap_or_default();
+    let Some(sub) = grammar.subcommands.iter().find(|s| s.name == name) else {
+        return Ok(out);
+    };
+    let Some(from) = sub.writes_from else {
+        return Ok(out);
+    };
+    let rest = args.get(at + 1..).unwrap_or_default();
+    let operands: Vec<&str> = match &sub.grammar {
+        Some(inner) => match grammar::read(inner, &sub.refuse, when, rest, false, false) {
+            Ok(reading) => reading.operands,
+            Err(_) => return Ok(out),
+        },
+        // No grammar to tell values from operands: every argument that is
+        // not an option.
+        None => rest
+            .iter()
+            .map(String::as_str)
+            .filter(|a| !a.starts_with('-'))
+            .collect(),
+    };
+    let in_git_dir = |argument: &str, spelling: &str, at: usize| {
+        if sub.writes_repository && inside_git_dir(spelling) {
+            Err(ShellError::RefusedOption {
+                program: format!("{program} {name}"),
+                argument: argument.to_owned(),
+                option: format!("operand {}", at + 1),
+                reason: "puts a repository or a work tree inside a `.git` directory, where git \
+                         reads names as its own configuration and hooks; choose a directory \
+                         outside `.git`"
+                    .to_owned(),
+            })
+        } else {
+            Ok(())
+        }
+    };
+    match operands.get(from..) {
+        Some(written) if !written.is_empty() => {
+            for (i, operand) in written.iter().enumerate() {
+                in_git_dir(operand, &format!("{cwd_spelling}/{operand}"), from + i)?;
+            }
+            out.operands.extend(written);
+        }
+        _ => match sub.writes_default {
+            None => {}
+            Some(DefaultWrite::WorkingDirectory) => {
+                in_git_dir(cwd_spelling, cwd_spelling, from)?;
+                out.named.push((name, ".".to_owned()));
+            }
+            Some(DefaultWrite::SourceName) => {
+                let source = operands.first().copied().unwrap_or_default();
+                match source_name(source) {
+                    Some(dir) => {
+                        in_git_dir(source, &format!("{cwd_spelling}/{dir}"), from)?;
+                        out.named.push((source, dir));
+                    }
+                    None => {
+                        return Err(ShellError::RefusedOption {
+                            program: format!("{program} {name}"),
+                            argument: source.to_owned(),
+                            option: format!("operand {}", from + 1),
+                            reason: "writes a directory whose name cannot be told from the \
+                                     source; name the directory to write"
+                                .to_owned(),
+                        });
+                    }
+                }
+            }
+        },
+    }
+    Ok(out)
+}
+
+/// Whether a component of `spelling` names a `.git` directory as git or
+/// Windows would read it: any case, trailing dots and spaces, a `:stream`,
+/// or its 8.3 short name (`GIT~1`).
+fn inside_git_dir(spelling: &str) -> bool {
+    spelling.split(['/', '\\']).any(|component| {
+        let name = component.split(':').next().unwrap_or(component);
+        let name = name.trim_end_matches(['.', ' ']).to_ascii_lowercase();
+        name == ".git" || name.strip_prefix("git~").is_some_and(|n| !n.is_empty())
+    })
+}
+
+/// The directory `git clone SOURCE` creates: the last component of the
+/// source (after a `/`, `\`, or the `:` of `host:path`), without a
+/// trailing `/`, `/.git`, `.git` or `.bundle`. `None` when nothing is left
+/// that names a directory.
+fn source_name(source: &str) -> Option<String> {
+    let mut rest = source.trim_end_matches(|c: char| c == '/' || c == '\\' || c.is_whitespace());
+    for suffix in ["/.git", "\\.git"] {
+        if let Some(stripped) = rest.strip_suffix(suffix) {
+            rest = stripped.trim_end_matches(['/', '\\']);
+        }
+    }
+    let last = rest.rsplit(['/', '\\', ':']).next().unwrap_or(rest);
+    let last = last
+        .strip_suffix(".git")
+        .or_else(|| last.strip_suffix(".bundle"))
+        .unwrap_or(last);
+    match last {
+        "" | "." | ".." => None,
+        name => Some(name.to_owned()),
+    }
+}
+
 fn too_costly(budget: &Budget) -> ShellError {
     ShellError::TooCostly {
         bound: budget.spent().max(budget.limit().saturating_add(1)),
         budget: LOOKUP_BUDGET,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_directory_a_clone_is_named_after() {
+        for (source, name) in [
+            ("https://example.invalid/team/repo.git", Some("repo")),
+            ("https://example.invalid/team/repo/.git/", Some("repo")),
+            ("host:team/repo", Some("repo")),
+            ("host:repo.git", Some("repo")),
+            ("../a/b.bundle", Some("b")),
+            ("sub", Some("sub")),
+            ("sub\\inner", Some("inner")),
+            ("https://example.invalid/x/.git.git", Some(".git")),
+            ("..", None),
+            ("/", None),
+            ("", None),
+        ] {
+            assert_eq!(source_name(source).as_deref(), name, "{source}");
+        }
+    }
+
+    #[test]
+    fn a_git_directory_in_any_spelling() {
+        for inside in [
+            ".git/x",
+            "./.git",
+            "a/.GIT/b",
+            ".git./x",
+            ".git .\\x",
+            ".git::$INDEX_ALLOCATION/x",
+            "GIT~1/x",
+            "git~2",
+        ] {
+            assert!(inside_git_dir(inside), "{inside}");
+        }
+        for outside in [".github/x", "git", ".gitx/y", "a.git/b", "git~/x", "sub"] {
+            assert!(!inside_git_dir(outside), "{outside}");
+        }
     }
 }

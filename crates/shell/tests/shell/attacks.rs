@@ -50,20 +50,24 @@ pub(crate) fn load() -> Vec<(String, CommandRequest)> {
 }
 
 /// The corpus: the general attack table, then the per-program grammar
-/// table (allowed and refused spellings from each program's manual).
+/// table (allowed and refused spellings from each program's manual), then
+/// git's.
 fn table() -> Table {
     let mut table: Table =
         toml::from_str(include_str!("../data/attacks.toml")).expect("attacks.toml parses");
     let grammar: Table =
         toml::from_str(include_str!("../data/grammar.toml")).expect("grammar.toml parses");
+    let git: Table = toml::from_str(include_str!("../data/git.toml")).expect("git.toml parses");
     assert!(!table.case.is_empty(), "attacks.toml has no cases");
     assert!(!grammar.case.is_empty(), "grammar.toml has no cases");
+    assert!(!git.case.is_empty(), "git.toml has no cases");
     table.case.extend(grammar.case);
+    table.case.extend(git.case);
     table
 }
 
 /// The files [`table`] reads: every data file in `tests/data`.
-const DATA_FILES: [&str; 2] = ["attacks.toml", "grammar.toml"];
+const DATA_FILES: [&str; 3] = ["attacks.toml", "git.toml", "grammar.toml"];
 
 /// A data file nobody runs is a table of attacks that tests nothing.
 #[test]

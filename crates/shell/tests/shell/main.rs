@@ -5,6 +5,7 @@
 mod attacks;
 mod config;
 mod fixture;
+mod git;
 mod lookups;
 mod messages;
 mod properties;

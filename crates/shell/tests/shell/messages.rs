@@ -77,6 +77,26 @@ fn refusal_messages() {
             CommandRequest::argv(["git", "difftool", "-x", "id"]),
         ),
         (
+            "git_subcommand_option",
+            "files",
+            CommandRequest::argv(["git", "rebase", "--exe=id", "HEAD~1"]),
+        ),
+        (
+            "git_unknown_option",
+            "files",
+            CommandRequest::argv(["git", "status", "--porcelian"]),
+        ),
+        (
+            "git_repository_in_git_dir",
+            "files",
+            CommandRequest::argv(["git", "clone", "sub", ".git/x"]),
+        ),
+        (
+            "git_clone_write",
+            "files",
+            CommandRequest::argv(["git", "clone", "sub", ".github/workflows"]),
+        ),
+        (
             "copy_contents",
             "files",
             CommandRequest::argv(["rsync", "-a", "sub/", "dst"]),

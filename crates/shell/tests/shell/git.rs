@@ -1,0 +1,192 @@
+//! git's table as a whole: every subcommand that is not refused reads its
+//! options with an allow-list grammar, every option of that grammar is
+//! accepted on its own, and a generated option list holding one option the
+//! grammar does not know (or one it refuses, in any abbreviation) is refused.
+
+use agentcaps_shell::{CommandRequest, ShellPolicy, Subcommand};
+use proptest::prelude::*;
+
+use crate::fixture::Tree;
+
+fn git_subcommands(policy: &ShellPolicy) -> Vec<Subcommand> {
+    policy
+        .rules()
+        .find(|t| t.name == "git")
+        .and_then(|t| t.grammar.clone())
+        .expect("git has a grammar")
+        .subcommands
+        .into_iter()
+        .filter(|s| s.refused.is_none())
+        .collect()
+}
+
+/// Operands a subcommand needs so that what it writes can be judged.
+fn operands(sub: &str) -> &'static [&'static str] {
+    match sub {
+        "clone" => &["sub", "dst"],
+        _ => &[],
+    }
+}
+
+fn decide(policy: &ShellPolicy, argv: &[String]) -> Result<(), String> {
+    policy
+        .validate(&CommandRequest::argv(argv.iter().cloned()))
+        .map(|_| ())
+        .map_err(|e| e.rule().to_owned())
+}
+
+#[test]
+fn every_subcommand_that_runs_reads_its_options_with_a_grammar() {
+    let tree = Tree::new();
+    let subs = git_subcommands(&tree.policy("files"));
+    assert!(subs.len() > 60, "git's subcommands shrank: {}", subs.len());
+    let without: Vec<&str> = subs
+        .iter()
+        .filter(|s| s.grammar.is_none())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert!(without.is_empty(), "no grammar: {without:?}");
+}
+
+/// Each option a grammar lists is accepted alone (a value option with a
+/// value), so no grammar entry is shadowed by a refusal of the table. (No
+/// path policy here: `-o` would be judged as the link `o` too.)
+#[test]
+fn every_listed_option_is_accepted_alone() {
+    let tree = Tree::new();
+    let policy = tree.policy("none");
+    let mut refused = Vec::new();
+    let mut tried = 0;
+    for sub in git_subcommands(&policy) {
+        let grammar = sub.grammar.as_deref().expect("a grammar");
+        let flags = grammar.flags.iter().map(|f| vec![f.clone()]);
+        let values = grammar
+            .values
+            .iter()
+            .map(|v| vec![v.clone(), "x".to_owned()]);
+        for option in flags.chain(values) {
+            let mut argv = vec!["git".to_owned(), sub.name.clone()];
+            argv.extend(option);
+            argv.extend(operands(&sub.name).iter().map(|o| (*o).to_owned()));
+            tried += 1;
+            if let Err(rule) = decide(&policy, &argv) {
+                refused.push(format!("{argv:?}: {rule}"));
+            }
+        }
+    }
+    assert!(tried > 3000, "only {tried} options tried");
+    assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+}
+
+/// A long option no git subcommand has.
+fn unknown_long() -> impl Strategy<Value = String> {
+    "[a-z]{1,8}".prop_map(|tail| format!("--zq{tail}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// Known flags in any number and order, and one unknown option
+    /// anywhere among them: refused as unknown.
+    #[test]
+    fn an_unknown_option_among_known_flags_is_refused(
+        which in any::<prop::sample::Index>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+        at in any::<prop::sample::Index>(),
+        unknown in unknown_long(),
+        short in prop::bool::ANY,
+    ) {
+        let tree = Tree::new();
+        let policy = tree.policy("files");
+        let subs = git_subcommands(&policy);
+        let sub = which.get(&subs);
+        let grammar = sub.grammar.as_deref().expect("a grammar");
+        let mut args: Vec<String> = picks
+            .iter()
+            .filter(|_| !grammar.flags.is_empty())
+            .map(|p| p.get(&grammar.flags).clone())
+            .collect();
+        // An unknown option: a long one, or a short letter the grammar
+        // does not list, clustered after a known short flag if there is one.
+        let letter = ('a'..='z')
+            .chain('A'..='Z')
+            .find(|c| !grammar.entries_contain(&format!("-{c}")));
+        let odd = match (short, letter) {
+            (true, Some(c)) => {
+                let known = grammar.flags.iter().find(|f| f.len() == 2 && f != &"-h");
+                format!("{}{c}", known.map_or("-", String::as_str))
+            }
+            _ => unknown.clone(),
+        };
+        let position = at.index(args.len() + 1);
+        args.insert(position, odd.clone());
+        let mut argv = vec!["git".to_owned(), sub.name.clone()];
+        argv.extend(args);
+        argv.extend(operands(&sub.name).iter().map(|o| (*o).to_owned()));
+        let got = decide(&policy, &argv);
+        prop_assert!(
+            matches!(got.as_ref().map_err(String::as_str), Err("unknown-option" | "refused-option")),
+            "{argv:?} gave {got:?}"
+        );
+    }
+
+    /// A refused option of a subcommand, whole or abbreviated to any prefix
+    /// git would still read as it (at least its first letter), among known
+    /// flags: refused.
+    #[test]
+    fn a_refused_option_in_any_abbreviation_is_refused(
+        which in any::<prop::sample::Index>(),
+        rule in any::<prop::sample::Index>(),
+        cut in any::<prop::sample::Index>(),
+        picks in prop::collection::vec(any::<prop::sample::Index>(), 0..4),
+        at in any::<prop::sample::Index>(),
+    ) {
+        let tree = Tree::new();
+        let policy = tree.policy("files");
+        let subs: Vec<Subcommand> = git_subcommands(&policy)
+            .into_iter()
+            .filter(|s| !s.refuse.is_empty())
+            .collect();
+        let sub = which.get(&subs);
+        let grammar = sub.grammar.as_deref().expect("a grammar");
+        let option = &rule.get(&sub.refuse).option;
+        let spelled = match option.strip_prefix("--") {
+            Some(long) => {
+                let keep = 1 + cut.index(long.len());
+                format!("--{}=x", long.get(..keep).unwrap_or(long))
+            }
+            None => option.clone(),
+        };
+        let mut args: Vec<String> = picks
+            .iter()
+            .filter(|_| !grammar.flags.is_empty())
+            .map(|p| p.get(&grammar.flags).clone())
+            .collect();
+        let position = at.index(args.len() + 1);
+        args.insert(position, spelled);
+        let mut argv = vec!["git".to_owned(), sub.name.clone()];
+        argv.extend(args);
+        argv.extend(operands(&sub.name).iter().map(|o| (*o).to_owned()));
+        let got = decide(&policy, &argv);
+        prop_assert!(
+            matches!(got.as_ref().map_err(String::as_str), Err("refused-option" | "unknown-option")),
+            "{argv:?} gave {got:?}"
+        );
+    }
+}
+
+/// Helpers on a grammar for these tests.
+trait Entries {
+    fn entries_contain(&self, entry: &str) -> bool;
+}
+
+impl Entries for agentcaps_shell::Grammar {
+    fn entries_contain(&self, entry: &str) -> bool {
+        self.flags
+            .iter()
+            .chain(&self.values)
+            .chain(&self.optional)
+            .chain(&self.either)
+            .any(|e| e == entry)
+    }
+}
