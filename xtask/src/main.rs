@@ -28,6 +28,7 @@ const FUZZ_TARGETS: &[&str] = &[
     "paths_check",
     "shell_tokenize",
     "shell_validate",
+    "shell_grammar",
     "egress_url",
     "patch_unified",
     "patch_envelope",
