@@ -218,6 +218,36 @@ impl Beneath {
         })
     }
 
+    /// Stage another name for the file `first` stages (a hard link between
+    /// two new files): a temporary name beside the target `spelling` that
+    /// is a hard link to `first`'s temporary file, to be put in place like
+    /// any staged file. Once both are committed the two names share one
+    /// file, as they did where they were made.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`]; the link's own failure (`first` on another
+    /// file system, no hard links), after which the caller may stage a
+    /// copy instead.
+    pub fn stage_hard_link(
+        &self,
+        base: &Path,
+        spelling: &str,
+        first: &Staged,
+    ) -> Result<Staged, PathError> {
+        let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
+        let (temp, ()) =
+            with_temp_name(|temp| sys::link_between(&first.dir, &first.temp, &dir, temp))
+                .map_err(|failed| io("link", &target.location, failed))?;
+        Ok(Staged {
+            dir,
+            temp,
+            name,
+            target: target.location.clone(),
+            replaces_len,
+        })
+    }
+
     /// Stage a symbolic link to `link_target` beside the target, to be put
     /// in place like a staged file ([`Beneath::commit_new`],
     /// [`Beneath::replace`]). The link's own location is judged for

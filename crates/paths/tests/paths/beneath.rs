@@ -291,6 +291,31 @@ fn staged_files_commit_atomically_or_vanish() {
     assert_no_temp_files(&f.root.join("sub"));
 }
 
+#[test]
+fn a_staged_hard_link_shares_the_staged_file_and_stays_beneath_the_root() {
+    let f = fixture();
+    let one = f.files.stage(&f.root, "sub/one.o", b"obj").unwrap();
+    let two = f.files.stage_hard_link(&f.root, "two.o", &one).unwrap();
+    // Its target is judged like any write: not through a link out.
+    let err = f
+        .files
+        .stage_hard_link(&f.root, "out/planted", &one)
+        .unwrap_err();
+    assert_eq!(err.rule(), "outside-roots");
+    assert!(!f.outside.join("planted").exists());
+    f.files.commit_new(one).unwrap();
+    f.files.commit_new(two).unwrap();
+    let (a, b) = (
+        std::fs::metadata(f.root.join("sub/one.o")).unwrap(),
+        std::fs::metadata(f.root.join("two.o")).unwrap(),
+    );
+    assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()));
+    assert_eq!(a.nlink(), 2);
+    assert_eq!(std::fs::read(f.root.join("two.o")).unwrap(), b"obj");
+    assert_no_temp_files(&f.root);
+    assert_no_temp_files(&f.root.join("sub"));
+}
+
 /// `replace` keeps the old file aside — exchanged (`RENAME_EXCHANGE`), or
 /// where the file system lacks that, by a hard link, or lacking those too,
 /// as a copy — and puts it back exactly (the same file where it was kept by

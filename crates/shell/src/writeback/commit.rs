@@ -12,6 +12,7 @@
 //! 4. Once all is in place, the files kept aside are removed, then the
 //!    directories deleted whole.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
@@ -187,12 +188,16 @@ fn stage_all(
     staged: &mut Vec<Option<Staged>>,
 ) -> Result<(), Failure> {
     for root in roots {
+        // Where each new file of this root is in `staged`, for the hard
+        // links to it.
+        let mut staged_at: BTreeMap<&str, usize> = BTreeMap::new();
         for op in &root.ops {
             match op {
                 Op::Write {
                     rel,
                     staged: from,
                     mode,
+                    link_of,
                     ..
                 } => {
                     if staged_late(&root.ops, rel) {
@@ -200,11 +205,23 @@ fn stage_all(
                         continue;
                     }
                     steps.next()?;
-                    staged.push(Some(
-                        beneath
-                            .stage_file(root.root, rel, from, *mode)
-                            .map_err(failed)?,
-                    ));
+                    let first = link_of
+                        .as_deref()
+                        .and_then(|first| staged_at.get(first))
+                        .and_then(|&at| staged.get(at))
+                        .and_then(Option::as_ref);
+                    // A hard link among the command's new files lands as
+                    // one; where the two cannot share a file (another file
+                    // system beneath the root), as a copy.
+                    let file =
+                        match first.map(|first| beneath.stage_hard_link(root.root, rel, first)) {
+                            Some(Ok(file)) => file,
+                            _ => beneath
+                                .stage_file(root.root, rel, from, *mode)
+                                .map_err(failed)?,
+                        };
+                    staged_at.insert(rel, staged.len());
+                    staged.push(Some(file));
                 }
                 Op::Symlink { rel, target, .. } => {
                     if staged_late(&root.ops, rel) {

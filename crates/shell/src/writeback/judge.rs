@@ -29,6 +29,9 @@ pub(crate) enum Op {
         replace: bool,
         /// How the change is reported.
         action: ChangeAction,
+        /// Another new file of the same command this one is a hard link
+        /// of (written earlier in the list): it lands as a hard link too.
+        link_of: Option<String>,
     },
     /// Put a symbolic link to `target` at `rel`.
     Symlink {
@@ -90,6 +93,9 @@ fn refusal(error: &PathError) -> Refusal {
 pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judged {
     let mut judged = Judged::default();
     let copied_up_links = links_to_existing_files(entries);
+    // The first allowed new file of each inode the command hard-linked
+    // among its own new files: the others land as links to it.
+    let mut first_of_inode: BTreeMap<(u64, u64), String> = BTreeMap::new();
     // Directories refused whole: nothing beneath them is looked at again.
     let mut refused_dirs: Vec<PathBuf> = Vec::new();
     for entry in entries {
@@ -210,7 +216,9 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     Err(why) => refuse(ChangeAction::Link, why),
                 }
             }
-            Upper::File { mode, .. } => {
+            Upper::File {
+                mode, inode, links, ..
+            } => {
                 if copied_up_links.contains(&entry.rel) {
                     refuse(
                         ChangeAction::Link,
@@ -278,13 +286,26 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         None
                     }
                 };
-                if let Some(action) = action {
+                if let Some(mut action) = action {
+                    let mut link_of = None;
+                    if created && *links > 1 {
+                        match first_of_inode.get(inode) {
+                            Some(first) => {
+                                link_of = Some(first.clone());
+                                action = ChangeAction::Link;
+                            }
+                            None => {
+                                first_of_inode.insert(*inode, rel.clone());
+                            }
+                        }
+                    }
                     judged.ops.push(Op::Write {
                         rel,
                         staged: entry.staged.clone(),
                         mode: mode & 0o777,
                         replace: matches!(entry.lower, Lower::File { .. }),
                         action,
+                        link_of,
                     });
                 }
             }

@@ -14,7 +14,10 @@
 //! - `commit` puts the allowed changes in place through the path crate's
 //!   handles ([`agentcaps_paths::Beneath`]): every new content is staged
 //!   first, then each is exchanged with the file it replaces (kept aside),
-//!   created or moved aside; any failure puts everything back.
+//!   created or moved aside; any failure puts everything back. Names the
+//!   command hard-linked among its own new files land as hard links of one
+//!   file (compilers make them); a hard link to a file it did not create
+//!   is refused.
 
 mod changes;
 mod commit;

@@ -223,3 +223,125 @@ fn special_files_set_id_bits_and_hard_links_to_existing_files_are_refused() {
     assert!(!project.root.join("pipe").exists());
     assert!(!project.root.join("readme-hardlink").exists());
 }
+
+/// The device and inode of `path`.
+fn inode(path: &std::path::Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).expect("lstat");
+    (meta.dev(), meta.ino())
+}
+
+#[test]
+fn hard_links_among_the_commands_new_files_land_as_hard_links() {
+    // With the staging directory on the project's file system, and on
+    // another one (a tmpfs), where the staged files cannot be linked into
+    // the tree and are copied: the names still share one file.
+    let shm = std::path::Path::new("/dev/shm");
+    assert!(shm.is_dir(), "this test needs a tmpfs at /dev/shm");
+    let other_fs = tempfile::tempdir_in(shm).expect("staging on tmpfs");
+    for staging in [None, Some(other_fs.path())] {
+        let project = Project::new();
+        let mut policy = project.policy();
+        if let Some(dir) = staging {
+            policy = policy.staging_dir(dir);
+        }
+        let policy = policy.build().expect("policy");
+        let result = project.sh(
+            &policy,
+            "mkdir -p out/deep; echo obj > out/a.o; ln out/a.o out/deep/b.o; ln out/a.o c.o; \
+             echo lone > lone.txt",
+        );
+        let changes = result.changes.as_ref().expect("changes");
+        assert!(changes.refused.is_empty(), "{staging:?}: {changes:#?}");
+        let action = |path: &str| {
+            changes
+                .applied
+                .iter()
+                .find(|c| c.path == path)
+                .map(|c| c.action.as_str())
+        };
+        // One name is the file (the first in the order changes are
+        // read), the others links to it.
+        let mut actions: Vec<_> = ["out/a.o", "out/deep/b.o", "c.o"]
+            .into_iter()
+            .map(action)
+            .collect();
+        actions.sort();
+        assert_eq!(
+            actions,
+            [Some("create"), Some("link"), Some("link")],
+            "{changes:#?}"
+        );
+        let first = inode(&project.root.join("out/a.o"));
+        assert_eq!(
+            inode(&project.root.join("out/deep/b.o")),
+            first,
+            "{staging:?}"
+        );
+        assert_eq!(inode(&project.root.join("c.o")), first, "{staging:?}");
+        assert_ne!(inode(&project.root.join("lone.txt")), first);
+        assert_eq!(project.read("c.o").as_deref(), Some("obj\n"));
+    }
+}
+
+#[test]
+fn hard_links_to_files_the_command_did_not_create_never_land() {
+    // To a file of the root (the overlay copies it up: both names then
+    // share the copy, and the new name is refused), to a file outside the
+    // roots and to a file of another root (other mounts: `ln` fails).
+    let project = Project::new();
+    let other = tempfile::tempdir().expect("other root");
+    let other_root = other.path().canonicalize().expect("canonical");
+    std::fs::write(other_root.join("shared.txt"), "other\n").expect("shared");
+    let paths = agentcaps_paths::PathPolicy::builder()
+        .allow(&project.root)
+        .allow_read_only(&other_root)
+        .block(&format!("{}/secrets", project.root.display()))
+        .build()
+        .expect("paths");
+    let policy = project.policy().path_policy(paths).build().expect("policy");
+    let result = project.sh(
+        &policy,
+        &format!(
+            "ln README.md readme-link; ln /etc/passwd passwd-link; ln {}/shared.txt shared-link; \
+             ln src/main.rs src/main-link.rs; echo edited >> src/main.rs; echo done",
+            other_root.display()
+        ),
+    );
+    assert!(result.stdout.contains("done"), "{result:?}");
+    assert!(
+        result.stderr.contains("passwd-link") && result.stderr.contains("shared-link"),
+        "links across mounts fail in the view: {}",
+        result.stderr
+    );
+    for name in ["readme-link", "src/main-link.rs"] {
+        assert_eq!(
+            refused_rule(&result, name).as_deref(),
+            Some("hard-link"),
+            "{:#?}",
+            result.changes
+        );
+        assert!(
+            std::fs::symlink_metadata(project.root.join(name)).is_err(),
+            "{name} landed"
+        );
+    }
+    for name in ["passwd-link", "shared-link"] {
+        assert!(std::fs::symlink_metadata(project.root.join(name)).is_err());
+    }
+    // The file it linked to keeps its own inode; its edit lands in place.
+    assert!(applied(&result, "src/main.rs"), "{:#?}", result.changes);
+    assert_eq!(
+        project.read("src/main.rs").as_deref(),
+        Some("fn main() {}\nedited\n")
+    );
+    assert_eq!(
+        std::fs::metadata(project.root.join("README.md"))
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.nlink()
+            })
+            .ok(),
+        Some(1)
+    );
+}

@@ -229,6 +229,16 @@ pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed>
     rustix::fs::linkat(&dir.0, from, &dir.0, to, AtFlags::empty()).map_err(failed)
 }
 
+/// Hard-links `from` in `from_dir` as `to` in `to_dir`.
+pub(crate) fn link_between(
+    from_dir: &Dir,
+    from: &OsStr,
+    to_dir: &Dir,
+    to: &OsStr,
+) -> Result<(), Failed> {
+    rustix::fs::linkat(&from_dir.0, from, &to_dir.0, to, AtFlags::empty()).map_err(failed)
+}
+
 /// Hard-links the file at the path `source` (not following a final link)
 /// as `name` in `dir`.
 pub(crate) fn link_from(source: &Path, dir: &Dir, name: &OsStr) -> Result<(), Failed> {

@@ -258,6 +258,16 @@ pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed>
     std::fs::hard_link(dir.path.join(from), dir.path.join(to)).map_err(failed)
 }
 
+/// Hard-links `from` in `from_dir` as `to` in `to_dir`.
+pub(crate) fn link_between(
+    from_dir: &Dir,
+    from: &OsStr,
+    to_dir: &Dir,
+    to: &OsStr,
+) -> Result<(), Failed> {
+    std::fs::hard_link(from_dir.path.join(from), to_dir.path.join(to)).map_err(failed)
+}
+
 /// Hard-links the file at the path `source` as `name` in `dir`.
 pub(crate) fn link_from(source: &Path, dir: &Dir, name: &OsStr) -> Result<(), Failed> {
     std::fs::hard_link(source, dir.path.join(name)).map_err(failed)
