@@ -48,9 +48,13 @@
 //!   random urandom tty`, a private `pts`, `ptmx` and `shm`), a fresh
 //!   `/proc` of its own PID namespace, a private empty `/tmp`, the
 //!   read-only roots read-only, and each writable root as an overlay over a
-//!   private staging directory. No `$HOME`, no `/var/run/docker.sock`, no
-//!   UDP or UNIX socket of the host, no other user's files: what the view
-//!   does not hold answers "no such file".
+//!   private staging directory. The user's home (the command's `HOME`,
+//!   and the home `/etc/passwd` gives, where programs look without `HOME`)
+//!   is a private, empty, writable directory: none of the host's files
+//!   there, only the cache directories, tool installations and roots the
+//!   view puts beneath it; what a command writes there is discarded. No
+//!   `/var/run/docker.sock`, no UDP or UNIX socket of the host, no other
+//!   user's files: what the view does not hold answers "no such file".
 //! - **Secrets are absent**: every blocked entry inside a root (`**/.env*`,
 //!   keys, the host's blocked list) is masked — a file is absent, a
 //!   directory empty — so `grep -r` finds nothing. `.git` stays visible
@@ -114,7 +118,6 @@
 //!   reported as a delete and a create.
 //! - Files of a writable root owned by another user than the host's cannot
 //!   be modified in the view (the overlay's copy-up fails).
-//! - Hard links between files the command created land as separate copies.
 //! - Permission changes of existing directories are refused (listed with
 //!   rule `directory-mode`).
 //! - The roots are walked before every command to find the blocked entries
@@ -128,8 +131,11 @@
 //!
 //! `git`, `cargo build`, `python3 -m unittest`, `make` work in the view
 //! (tested). A program that needs per-user files outside the roots (a
-//! `~/.gitconfig`) does not find them; list such places as read-only roots
-//! of the path policy, or point `HOME` inside a writable root.
+//! `~/.gitconfig`) does not find them: its home is private and empty. List
+//! such places as read-only roots of the path policy, or point `HOME`
+//! inside a root. Variables such as `CARGO_HOME` or `XDG_CONFIG_HOME` that
+//! point beneath the home find the private one; pointing elsewhere, they
+//! find what the view holds there (read-only runtime, or nothing).
 //!
 //! # How the parent stays unrestricted
 //!

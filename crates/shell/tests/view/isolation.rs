@@ -422,3 +422,125 @@ fn a_call_cancelled_at_any_moment_after_start_leaves_nothing_running() {
         );
     }
 }
+
+#[test]
+fn a_command_gets_a_private_empty_home_and_never_the_hosts() {
+    // The host's home holds a key, notes, and cargo's configuration next
+    // to its download cache. The command's `HOME` is that directory's
+    // path; what it finds there is a private, empty, writable directory
+    // holding only the cache (overlaid, its writes discarded).
+    let project = Project::new();
+    let home_dir = tempfile::tempdir().expect("home");
+    let home = home_dir.path().canonicalize().expect("canonical");
+    let plant = |rel: &str, text: &str| {
+        let path = home.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("plant");
+    };
+    plant(".ssh/id_ed25519", "HOST-KEY\n");
+    plant("notes.txt", "HOST-HOME\n");
+    plant(
+        ".cargo/config.toml",
+        "[build]\nrustc-wrapper = \"/tmp/evil\"\n",
+    );
+    plant(".cargo/registry/cache/pkg.crate", "crate bytes\n");
+    let before = std::fs::read_dir(&home).expect("home").count();
+    let policy = project
+        .policy()
+        .env("HOME", home.display().to_string())
+        .cache_dirs([home.join(".cargo/registry")])
+        .build()
+        .expect("policy");
+    let result = project.sh(
+        &policy,
+        "echo \"home=$HOME\"; ls -A \"$HOME\"; ls -A \"$HOME/.cargo\"; \
+         cat \"$HOME/notes.txt\" \"$HOME/.ssh/id_ed25519\" \"$HOME/.cargo/config.toml\"; \
+         cat \"$HOME/.cargo/registry/cache/pkg.crate\"; \
+         echo mine > \"$HOME/x\" && cat \"$HOME/x\"; \
+         mkdir -p \"$HOME/.config/tool\" && echo cfg > \"$HOME/.config/tool/rc\"; \
+         echo planted > \"$HOME/.cargo/registry/hook.rs\"; \
+         echo 'rustc-wrapper = \"/x\"' > \"$HOME/.cargo/config.toml\"; echo done",
+    );
+    assert_eq!(
+        result.stdout,
+        format!(
+            "home={}\n.cargo\nregistry\ncrate bytes\nmine\ndone\n",
+            home.display()
+        ),
+        "{result:?}"
+    );
+    assert!(
+        result.stderr.matches("No such file or directory").count() == 3,
+        "absent, not denied: {}",
+        result.stderr
+    );
+    // Nothing the command wrote reached the host's home.
+    assert_eq!(std::fs::read_dir(&home).expect("home").count(), before);
+    for rel in ["x", ".config", ".cargo/registry/hook.rs"] {
+        assert!(
+            std::fs::symlink_metadata(home.join(rel)).is_err(),
+            "{rel} landed in the host's home"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".cargo/config.toml")).expect("config"),
+        "[build]\nrustc-wrapper = \"/tmp/evil\"\n"
+    );
+    assert!(result.changes.expect("changes").is_empty());
+}
+
+#[test]
+fn without_home_set_the_users_home_from_passwd_is_private_too() {
+    // The default preset passes no `HOME`; programs then look up the
+    // user's home in /etc/passwd. That directory too is private and empty
+    // in the view: none of the host's entries there is visible.
+    let project = Project::new();
+    std::fs::write(
+        project.root.join("home.py"),
+        "import os, pwd\n\
+         home = pwd.getpwuid(os.geteuid()).pw_dir\n\
+         print('HOME' in os.environ)\n\
+         print(sorted(os.listdir(home)))\n\
+         open(os.path.join(home, 'written-987657'), 'w').write('x')\n\
+         print('wrote')\n",
+    )
+    .expect("script");
+    let policy = project
+        .policy()
+        .allow_command("python3")
+        .env("PATH", "/usr/bin:/bin")
+        .build()
+        .expect("policy");
+    let result = crate::support::run(
+        &policy,
+        agentcaps_shell::CommandRequest::argv(["python3", "home.py"]),
+    );
+    let host_home = {
+        let text = std::fs::read_to_string("/etc/passwd").expect("passwd");
+        let uid = rustix::process::geteuid().as_raw().to_string();
+        text.lines()
+            .map(|l| l.split(':').collect::<Vec<_>>())
+            .find(|f| f.get(2) == Some(&uid.as_str()))
+            .and_then(|f| f.get(5).map(std::path::PathBuf::from))
+            .expect("this user's home")
+    };
+    let mut lines = result.stdout.lines();
+    assert_eq!(lines.next(), Some("False"), "{result:?}");
+    let listed = lines.next().expect("the listing");
+    // Only what the view itself puts there (the roots, when a root lies
+    // beneath the home) may appear.
+    if let Ok(entries) = std::fs::read_dir(&host_home) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if project.root.starts_with(host_home.join(&name)) {
+                continue;
+            }
+            assert!(
+                !listed.contains(&format!("'{name}'")),
+                "the host's {name} is visible: {listed}"
+            );
+        }
+    }
+    assert_eq!(lines.next(), Some("wrote"), "{result:?}");
+    assert!(!host_home.join("written-987657").exists());
+}

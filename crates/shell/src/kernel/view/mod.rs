@@ -1,8 +1,9 @@
 //! The private view a command runs in (Linux): its own user, mount, PID,
 //! IPC and network namespaces, a fresh root holding only the runtime
-//! (read-only), a minimal `/dev`, a fresh `/proc`, a private `/tmp`, the
-//! read-only roots read-only and each writable root as an overlay whose
-//! upper layer is a private staging directory; blocked entries masked.
+//! (read-only), a minimal `/dev`, a fresh `/proc`, a private `/tmp`, a
+//! private empty home in place of the user's, the read-only roots
+//! read-only and each writable root as an overlay whose upper layer is a
+//! private staging directory; blocked entries masked.
 //!
 //! Namespaces are set up by a process of their own (a process with threads
 //! cannot enter a new user namespace, and this crate uses no `unsafe` and

@@ -131,6 +131,15 @@ pub(crate) fn plan(
         .map(|(root, access)| (root.to_path_buf(), access.permits(Access::Write)))
         .collect();
     roots.sort_by_key(|(root, _)| root.components().count());
+    // The homes: private and empty, mounted before what the view puts
+    // beneath them (roots, caches, tool installations).
+    let homes = private_homes(request.env, &roots, request.cache_dirs);
+    for home in &homes {
+        mounts.push(Mount::Tmpfs {
+            target: home.path.clone(),
+            mode: 0o700,
+        });
+    }
     let mut layers = Vec::new();
     let mut landlock_read = vec![PathBuf::from("/proc")];
     landlock_read.extend(EXTRA_ETC.iter().map(PathBuf::from));
@@ -138,6 +147,13 @@ pub(crate) fn plan(
         .iter()
         .map(PathBuf::from)
         .collect();
+    for home in &homes {
+        if home.writable {
+            landlock_write.push(home.path.clone());
+        } else {
+            landlock_read.push(home.path.clone());
+        }
+    }
     let mut walked = 0usize;
     for (index, (root, writable)) in roots.iter().enumerate() {
         check_root(root, dir)?;
@@ -244,6 +260,95 @@ pub(crate) fn plan(
             relay,
         },
         layers,
+    })
+}
+
+/// A home directory the view replaces with a private, empty one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PrivateHome {
+    /// Where it is (the host's path: `HOME`, the user's entry in
+    /// `/etc/passwd`).
+    pub(crate) path: PathBuf,
+    /// Whether the second wall lets the command write in it: not when a
+    /// read-only root lies beneath it (Landlock grants whole trees, and
+    /// that root must stay read-only for both walls).
+    pub(crate) writable: bool,
+}
+
+/// The home directories the view replaces with private, empty ones: the
+/// command's `HOME` and the user's home in `/etc/passwd` (where programs
+/// look when `HOME` is unset). Nothing of the host's home is visible
+/// there — no configuration, no credentials — but the roots, caches and
+/// tool installations the view puts beneath it. Skipped: a home that is
+/// or lies beneath a root or cache (the root's own rules apply), and one
+/// in a directory the view builds itself or holds read-only.
+pub(crate) fn private_homes(
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    roots: &[(PathBuf, bool)],
+    caches: &[PathBuf],
+) -> Vec<PrivateHome> {
+    let from_env = env
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "HOME")
+        .map(|(_, value)| PathBuf::from(value));
+    let mut homes: Vec<PrivateHome> = Vec::new();
+    for path in from_env.into_iter().chain(passwd_home()) {
+        let Some(path) = plain_absolute(&path) else {
+            continue;
+        };
+        let system = ["/", "/tmp", "/proc", "/sys", "/dev", "/etc", "/run"];
+        let runtime = RUNTIME_DIRS.iter().chain(&system[2..]);
+        if system.iter().any(|s| path == Path::new(s))
+            || runtime.into_iter().any(|d| path.starts_with(d))
+            || roots.iter().any(|(root, _)| path.starts_with(root))
+            || caches.iter().any(|cache| path.starts_with(cache))
+            || homes.iter().any(|h| h.path == path)
+        {
+            continue;
+        }
+        let writable = !roots
+            .iter()
+            .any(|(root, writable)| !writable && root.starts_with(&path));
+        homes.push(PrivateHome { path, writable });
+    }
+    // A home beneath another one is inside its tmpfs already.
+    let all = homes.clone();
+    homes.retain(|h| {
+        !all.iter()
+            .any(|o| o.path != h.path && h.path.starts_with(&o.path))
+    });
+    homes
+}
+
+/// `path` if it is absolute, UTF-8 and without `.` or `..` (a path the
+/// overlay options and the mount steps take as it is).
+fn plain_absolute(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let text = path.to_str()?;
+    if !path.is_absolute() || text.contains([',', ':', '\\', '=', '\n']) {
+        return None;
+    }
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::RootDir => {}
+            Component::Normal(name) => out.push(name),
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// This user's home directory as `/etc/passwd` gives it.
+fn passwd_home() -> Option<PathBuf> {
+    let uid = rustix::process::geteuid().as_raw().to_string();
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.get(2) == Some(&uid.as_str()))
+            .then(|| fields.get(5).map(PathBuf::from))
+            .flatten()
     })
 }
 
