@@ -117,6 +117,9 @@ pub struct AppliedChange {
     pub path: String,
     /// `create`, `modify`, `delete`, `rename`, `mode` or `link`.
     pub action: String,
+    /// For a rename, where the file was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 /// A change that was dropped.
@@ -128,6 +131,9 @@ pub struct RefusedChange {
     pub path: String,
     /// `create`, `modify`, `delete`, `rename`, `mode` or `link`.
     pub action: String,
+    /// For a refused rename, where the file was (and still is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// The rule that refused it.
     pub rule: String,
     /// Why, in one sentence.
@@ -143,6 +149,7 @@ impl From<agentcaps::shell::Changes> for CommandChanges {
                 .map(|c| AppliedChange {
                     path: c.path,
                     action: c.action.to_string(),
+                    from: c.from,
                 })
                 .collect(),
             refused: changes
@@ -151,6 +158,7 @@ impl From<agentcaps::shell::Changes> for CommandChanges {
                 .map(|c| RefusedChange {
                     path: c.path,
                     action: c.action.to_string(),
+                    from: c.from,
                     rule: c.rule,
                     reason: c.reason,
                 })

@@ -114,8 +114,18 @@
 //!
 //! - **Renames** of a directory that existed before the command fail with
 //!   `EXDEV` inside the view (an unprivileged overlay cannot redirect
-//!   them); programs such as `mv` fall back to copying. A rename is
-//!   reported as a delete and a create.
+//!   them); programs such as `mv` fall back to copying, and the move lands
+//!   as a delete of the old directory and a create of the new one. The
+//!   staging layer does not record where a moved file came from (it keeps
+//!   no redirect, and the origin mark the overlay leaves carries no
+//!   file handle when unprivileged), so a moved *file* is recognised by
+//!   its content: a new file holding, byte for byte and with the same
+//!   modification time, a file the command deleted is reported as one
+//!   `rename` (`from` → `path`); a file changed after its move is a
+//!   delete and a create. A move whose new place is refused keeps the old
+//!   file where it was. Either way the commit writes the new file and
+//!   removes the old one (all or none); it does not rename in the real
+//!   tree.
 //! - Files of a writable root owned by another user than the host's cannot
 //!   be modified in the view (the overlay's copy-up fails).
 //! - Permission changes of existing directories are refused (listed with

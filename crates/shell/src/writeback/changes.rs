@@ -13,8 +13,10 @@ pub enum ChangeAction {
     Modify,
     /// An entry removed.
     Delete,
-    /// An entry moved (reported as a delete and a create where the view
-    /// cannot tell).
+    /// A file moved: `path` is where it is now, `from` where it was.
+    /// Reported where the file at the new place is, byte for byte and
+    /// with the same modification time, the file removed from the old
+    /// one; otherwise a move is a delete and a create.
     Rename,
     /// Permission bits changed.
     Mode,
@@ -53,6 +55,9 @@ pub struct Change {
     pub path: String,
     /// What was done.
     pub action: ChangeAction,
+    /// For a rename, where the file was (shown like `path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
 }
 
 /// A change that was dropped: it never reached the real tree.
@@ -64,6 +69,10 @@ pub struct RefusedChange {
     pub path: String,
     /// What the command did.
     pub action: ChangeAction,
+    /// For a rename, where the file was (and, the rename refused, still
+    /// is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
     /// The rule that refused it (`write-protected`, `blocked`,
     /// `not-portable`, `link-outside-roots`, `special-file`, `set-id`,
     /// `hard-link`, `read-only`, `outside-roots`, `commit-failed`, ...).

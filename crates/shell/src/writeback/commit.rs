@@ -90,9 +90,13 @@ pub(crate) fn commit(
                         // of that entry's change.
                         let replaced_by_next = matches!(op, Op::Delete { dir: false, .. })
                             && r.ops.iter().filter(|o| o.rel() == op.rel()).count() > 1;
-                        (!replaced_by_next).then(|| Change {
+                        // The delete half of a rename is the rename.
+                        let moved = matches!(op, Op::Delete { dir: false, .. })
+                            && r.ops.iter().any(|o| o.renamed_from() == Some(op.rel()));
+                        (!replaced_by_next && !moved).then(|| Change {
                             path: shown(&r.root.join(op.rel()), cwd),
                             action: op.action(),
+                            from: op.renamed_from().map(|from| shown(&r.root.join(from), cwd)),
                         })
                     })
                 })

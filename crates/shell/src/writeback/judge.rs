@@ -32,6 +32,9 @@ pub(crate) enum Op {
         /// Another new file of the same command this one is a hard link
         /// of (written earlier in the list): it lands as a hard link too.
         link_of: Option<String>,
+        /// The file of the real tree this one was moved from (whose
+        /// delete is in the list too): reported as one rename.
+        renamed_from: Option<String>,
     },
     /// Put a symbolic link to `target` at `rel`.
     Symlink {
@@ -62,6 +65,14 @@ impl Op {
         }
     }
 
+    /// For the new half of a rename, where the file was.
+    pub(crate) fn renamed_from(&self) -> Option<&str> {
+        match self {
+            Self::Write { renamed_from, .. } => renamed_from.as_deref(),
+            _ => None,
+        }
+    }
+
     /// How the change is reported.
     pub(crate) fn action(&self) -> ChangeAction {
         match self {
@@ -80,7 +91,22 @@ pub(crate) struct Judged {
     pub(crate) ops: Vec<Op>,
     /// The refused ones (path relative to the root for now), each with its
     /// rule and reason.
-    pub(crate) refused: Vec<(PathBuf, ChangeAction, String, String)>,
+    pub(crate) refused: Vec<Refused>,
+}
+
+/// A refused change, its path relative to the root.
+#[derive(Debug)]
+pub(crate) struct Refused {
+    /// Relative to the root.
+    pub(crate) rel: PathBuf,
+    /// What the command did.
+    pub(crate) action: ChangeAction,
+    /// The rule.
+    pub(crate) rule: String,
+    /// Why.
+    pub(crate) reason: String,
+    /// For a refused rename, where the file was (and stays).
+    pub(crate) from: Option<PathBuf>,
 }
 
 type Refusal = (String, String);
@@ -103,9 +129,13 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             continue;
         }
         let mut refuse = |action: ChangeAction, (rule, reason): Refusal| {
-            judged
-                .refused
-                .push((entry.rel.clone(), action, rule, reason));
+            judged.refused.push(Refused {
+                rel: entry.rel.clone(),
+                action,
+                rule,
+                reason,
+                from: None,
+            });
         };
         let Some(rel) = entry.rel.to_str().map(str::to_owned) else {
             let action = if entry.lower == Lower::Absent {
@@ -306,12 +336,164 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         replace: matches!(entry.lower, Lower::File { .. }),
                         action,
                         link_of,
+                        renamed_from: None,
                     });
                 }
             }
         }
     }
+    pair_renames(&mut judged, &renames(root, entries));
     judged
+}
+
+/// Makes each moved file (`new` → `old` relative paths) one rename: both
+/// halves allowed, the write reports it and the delete is folded in; the
+/// new place refused, the old file is not deleted either (a move whose
+/// destination is refused loses nothing). Other cases stay as they are (a
+/// delete refused with the new place allowed is a copy).
+fn pair_renames(judged: &mut Judged, renames: &[(PathBuf, PathBuf)]) {
+    for (new, old) in renames {
+        let (Some(new), Some(old)) = (new.to_str(), old.to_str()) else {
+            continue;
+        };
+        let is_delete = |op: &Op| matches!(op, Op::Delete { rel, dir: false } if rel == old);
+        let Some(delete_at) = judged.ops.iter().position(is_delete) else {
+            continue;
+        };
+        let write = judged.ops.iter_mut().find(
+            |op| matches!(op, Op::Write { rel, action: ChangeAction::Create, .. } if rel == new),
+        );
+        if let Some(Op::Write {
+            action,
+            renamed_from,
+            ..
+        }) = write
+        {
+            *action = ChangeAction::Rename;
+            *renamed_from = Some(old.to_owned());
+            continue;
+        }
+        let Some(at) = judged
+            .refused
+            .iter()
+            .position(|r| Path::new(new).starts_with(&r.rel) && r.action == ChangeAction::Create)
+        else {
+            continue;
+        };
+        judged.ops.remove(delete_at);
+        let refused = judged.refused.get_mut(at);
+        match refused {
+            Some(refused) if refused.rel == Path::new(new) => {
+                refused.action = ChangeAction::Rename;
+                refused.from = Some(PathBuf::from(old));
+                refused.reason = format!(
+                    "{}; the file stays at {old}",
+                    refused.reason.trim_end_matches('.')
+                );
+            }
+            Some(refused) => {
+                // Moved into a directory refused whole.
+                let moved = Refused {
+                    rel: PathBuf::from(new),
+                    action: ChangeAction::Rename,
+                    rule: refused.rule.clone(),
+                    reason: format!(
+                        "it was moved into {}, which was refused; the file stays at {old}",
+                        refused.rel.display()
+                    ),
+                    from: Some(PathBuf::from(old)),
+                };
+                judged.refused.push(moved);
+            }
+            None => {}
+        }
+    }
+}
+
+/// The command's new files that are files of the real tree it deleted,
+/// moved: the same size, modification time (a move keeps it; the overlay's
+/// copy-up too) and bytes. Each deleted file pairs with one new file at
+/// most. `(new, old)` paths relative to the root.
+fn renames(root: &Path, entries: &[Entry]) -> Vec<(PathBuf, PathBuf)> {
+    use std::time::SystemTime;
+    let key = |meta: &std::fs::Metadata| -> Option<(u64, SystemTime)> {
+        meta.is_file()
+            .then(|| meta.modified().ok().map(|t| (meta.len(), t)))
+            .flatten()
+    };
+    let mut deleted: BTreeMap<(u64, SystemTime), Vec<&Path>> = BTreeMap::new();
+    for entry in entries {
+        if entry.upper == Upper::Deleted
+            && matches!(entry.lower, Lower::File { .. })
+            && let Some(k) = std::fs::symlink_metadata(root.join(&entry.rel))
+                .ok()
+                .as_ref()
+                .and_then(key)
+        {
+            deleted.entry(k).or_default().push(&entry.rel);
+        }
+    }
+    if deleted.is_empty() {
+        return Vec::new();
+    }
+    let mut pairs = Vec::new();
+    for entry in entries {
+        let Upper::File { links: 1, .. } = entry.upper else {
+            continue;
+        };
+        if entry.lower != Lower::Absent {
+            continue;
+        }
+        let Some(candidates) = std::fs::symlink_metadata(&entry.staged)
+            .ok()
+            .as_ref()
+            .and_then(key)
+            .and_then(|k| deleted.get_mut(&k))
+        else {
+            continue;
+        };
+        if let Some(at) = candidates
+            .iter()
+            .position(|old| same_bytes(&entry.staged, &root.join(old)))
+        {
+            let old = candidates.remove(at);
+            pairs.push((entry.rel.clone(), old.to_path_buf()));
+        }
+    }
+    pairs
+}
+
+/// Whether two files hold the same bytes (read in chunks).
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    use std::io::Read;
+    let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let Ok(n) = read_full(&mut a, &mut x) else {
+            return false;
+        };
+        let Ok(m) = read_full(&mut b, &mut y) else {
+            return false;
+        };
+        if n != m || x.get(..n) != y.get(..m) {
+            return false;
+        }
+        if n == 0 {
+            return true;
+        }
+    }
+    fn read_full(file: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match file.read(buf.get_mut(filled..).unwrap_or_default())? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        Ok(filled)
+    }
 }
 
 /// Files of the staging layer that share an inode with a file the real
@@ -445,15 +627,12 @@ pub(crate) fn shown(location: &Path, cwd: &Path) -> String {
 }
 
 /// A refusal in the result's shape.
-pub(crate) fn refused_change(
-    root: &Path,
-    cwd: &Path,
-    (rel, action, rule, reason): (PathBuf, ChangeAction, String, String),
-) -> RefusedChange {
+pub(crate) fn refused_change(root: &Path, cwd: &Path, refused: Refused) -> RefusedChange {
     RefusedChange {
-        path: shown(&root.join(rel), cwd),
-        action,
-        rule,
-        reason,
+        path: shown(&root.join(refused.rel), cwd),
+        action: refused.action,
+        from: refused.from.map(|from| shown(&root.join(from), cwd)),
+        rule: refused.rule,
+        reason: refused.reason,
     }
 }

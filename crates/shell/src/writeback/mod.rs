@@ -60,6 +60,7 @@ pub(crate) fn write_back(
                 changes.refused.push(RefusedChange {
                     path: shown(root, cwd),
                     action: ChangeAction::Modify,
+                    from: None,
                     rule: "staging-unreadable".to_owned(),
                     reason: format!(
                         "the command's changes could not be read ({error}); none of them landed"
@@ -94,6 +95,9 @@ pub(crate) fn write_back(
                     changes.refused.push(RefusedChange {
                         path: shown(&root.root.join(op.rel()), cwd),
                         action: op.action(),
+                        from: op
+                            .renamed_from()
+                            .map(|from| shown(&root.root.join(from), cwd)),
                         rule: "commit-failed".to_owned(),
                         reason: format!("none of the command's changes landed: {reason}"),
                     });

@@ -345,3 +345,124 @@ fn hard_links_to_files_the_command_did_not_create_never_land() {
         Some(1)
     );
 }
+
+#[test]
+fn a_moved_file_is_reported_as_one_rename_and_lands_moved() {
+    let project = Project::new();
+    std::fs::write(project.root.join("notes.txt"), "notes\n").expect("notes");
+    std::fs::write(project.root.join("todo.txt"), "todo\n").expect("todo");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "mkdir docs; mv README.md docs/README.md; mv notes.txt kept-notes.txt; \
+         mv todo.txt todo2.txt; echo more >> todo2.txt",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    let json = serde_json::to_value(changes).expect("json");
+    let applied = json["applied"].as_array().expect("applied");
+    let find = |path: &str| applied.iter().find(|c| c["path"] == path).cloned();
+    assert_eq!(
+        find("docs/README.md"),
+        Some(
+            serde_json::json!({"path": "docs/README.md", "action": "rename", "from": "README.md"})
+        ),
+        "{json:#}"
+    );
+    assert_eq!(
+        find("kept-notes.txt"),
+        Some(
+            serde_json::json!({"path": "kept-notes.txt", "action": "rename", "from": "notes.txt"})
+        )
+    );
+    // The delete halves are the renames: not listed apart.
+    assert_eq!(find("README.md"), None, "{json:#}");
+    assert_eq!(find("notes.txt"), None);
+    // Changed after the move: nothing says which file it was.
+    assert_eq!(
+        find("todo.txt").map(|c| c["action"].clone()),
+        Some("delete".into())
+    );
+    assert_eq!(
+        find("todo2.txt").map(|c| c["action"].clone()),
+        Some("create".into())
+    );
+    assert!(!project.root.join("README.md").exists());
+    assert_eq!(project.read("docs/README.md").as_deref(), Some("hello\n"));
+    assert_eq!(project.read("kept-notes.txt").as_deref(), Some("notes\n"));
+    assert_eq!(project.read("todo2.txt").as_deref(), Some("todo\nmore\n"));
+}
+
+#[test]
+fn a_file_moved_where_it_may_not_land_stays_where_it_was() {
+    // Into a protected file, and into a directory refused whole: the new
+    // place is refused, and the old file is not deleted either.
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "mv src/main.rs .git/hooks/pre-commit; mkdir -p .GIT/hooks; mv README.md .GIT/hooks/x; \
+         ls src README.md; echo done",
+    );
+    assert!(result.stdout.contains("done"), "{result:?}");
+    assert!(
+        result.stderr.contains("README.md"),
+        "the file was moved in the view: {result:?}"
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    let refused = |path: &str| {
+        changes
+            .refused
+            .iter()
+            .find(|c| c.path == path)
+            .map(|c| (c.action.as_str(), c.rule.as_str(), c.from.as_deref()))
+    };
+    assert_eq!(
+        refused(".git/hooks/pre-commit"),
+        Some(("rename", "write-protected", Some("src/main.rs"))),
+        "{changes:#?}"
+    );
+    assert_eq!(
+        refused(".GIT/hooks/x"),
+        Some(("rename", "write-protected", Some("README.md"))),
+        "{changes:#?}"
+    );
+    // Only the empty `.GIT` directory lands.
+    assert!(
+        changes.applied.iter().all(|c| c.path == ".GIT"),
+        "{changes:#?}"
+    );
+    assert_eq!(
+        project.read("src/main.rs").as_deref(),
+        Some("fn main() {}\n")
+    );
+    assert_eq!(project.read("README.md").as_deref(), Some("hello\n"));
+    assert!(!project.root.join(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn moving_a_directory_that_existed_falls_back_to_a_copy_and_lands() {
+    // An unprivileged overlay cannot rename a directory of the real tree
+    // (EXDEV); `mv` copies it and removes the old one. It lands as a
+    // delete of the old directory and a create of the new one.
+    let project = Project::new();
+    std::fs::create_dir_all(project.root.join("lib/inner")).expect("lib");
+    std::fs::write(project.root.join("lib/inner/a.rs"), "a\n").expect("a");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(&policy, "mv lib lib2 && echo moved");
+    assert_eq!(result.stdout, "moved\n", "{result:?}");
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    let action = |path: &str| {
+        changes
+            .applied
+            .iter()
+            .find(|c| c.path == path)
+            .map(|c| c.action.as_str())
+    };
+    assert_eq!(action("lib"), Some("delete"), "{changes:#?}");
+    assert_eq!(action("lib2"), Some("create"));
+    assert_eq!(action("lib2/inner/a.rs"), Some("create"));
+    assert!(!project.root.join("lib").exists());
+    assert_eq!(project.read("lib2/inner/a.rs").as_deref(), Some("a\n"));
+}
