@@ -96,3 +96,15 @@ pub(crate) fn applied(result: &RunResult, path: &str) -> bool {
         .as_ref()
         .is_some_and(|c| c.applied.iter().any(|a| a.path == path))
 }
+
+/// How the change at `path` was applied, if it was.
+pub(crate) fn applied_action<'a>(
+    changes: &'a agentcaps_shell::Changes,
+    path: &str,
+) -> Option<&'a str> {
+    changes
+        .applied
+        .iter()
+        .find(|c| c.path == path)
+        .map(|c| c.action.as_str())
+}

@@ -1,6 +1,6 @@
 //! Which writes of a command land, and which are refused with their rule.
 
-use crate::support::{Project, applied, refused_rule};
+use crate::support::{Project, applied, applied_action, refused_rule};
 
 #[test]
 fn persistence_writes_never_land_while_ordinary_ones_do() {
@@ -253,13 +253,7 @@ fn hard_links_among_the_commands_new_files_land_as_hard_links() {
         );
         let changes = result.changes.as_ref().expect("changes");
         assert!(changes.refused.is_empty(), "{staging:?}: {changes:#?}");
-        let action = |path: &str| {
-            changes
-                .applied
-                .iter()
-                .find(|c| c.path == path)
-                .map(|c| c.action.as_str())
-        };
+        let action = |path: &str| applied_action(changes, path);
         // One name is the file (the first in the order changes are
         // read), the others links to it.
         let mut actions: Vec<_> = ["out/a.o", "out/deep/b.o", "c.o"]
@@ -453,13 +447,7 @@ fn moving_a_directory_that_existed_falls_back_to_a_copy_and_lands() {
     assert_eq!(result.stdout, "moved\n", "{result:?}");
     let changes = result.changes.as_ref().expect("changes");
     assert!(changes.refused.is_empty(), "{changes:#?}");
-    let action = |path: &str| {
-        changes
-            .applied
-            .iter()
-            .find(|c| c.path == path)
-            .map(|c| c.action.as_str())
-    };
+    let action = |path: &str| applied_action(changes, path);
     assert_eq!(action("lib"), Some("delete"), "{changes:#?}");
     assert_eq!(action("lib2"), Some("create"));
     assert_eq!(action("lib2/inner/a.rs"), Some("create"));
