@@ -50,7 +50,7 @@ pub enum WindowsRules {
 ///
 /// Build one with [`ShellPolicy::read_only`], [`ShellPolicy::builder`],
 /// [`ShellPolicyConfig::build`](crate::ShellPolicyConfig::build), or — not a
-/// sandbox — [`danger::development`](crate::danger::development).
+/// sandbox — [`danger::development`].
 #[derive(Debug, Clone)]
 pub struct ShellPolicy {
     pub(crate) allowed: Vec<String>,

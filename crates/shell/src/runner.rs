@@ -111,17 +111,15 @@ impl ShellPolicy {
         self.run_without_view(command, reason).await
     }
 
-    /// What a run of `command` would get here, without running anything
-    /// (for `check shell`): the enforcement level, and why it is not
-    /// `full`. The private view is assumed to work where user namespaces
-    /// are not switched off; a run finds out for sure (and says so).
+    /// What a run of `command` would get here, without running it (for
+    /// `check shell`): the enforcement level, and why it is not `full`.
+    /// Whether the private view can be built is found by trying: the view
+    /// helper is started once in this process in its probe mode, which
+    /// creates the namespaces and an overlay, then exits.
     #[must_use]
     pub fn planned_enforcement(&self, command: &ValidatedCommand) -> (Enforcement, Option<String>) {
         #[cfg(all(feature = "landlock", target_os = "linux"))]
-        let reason = match self
-            .view_helper()
-            .and_then(|_| crate::view_run::namespaces_allowed())
-        {
+        let reason = match self.probe_view() {
             Ok(()) => {
                 let rules = self.kernel_rules(command);
                 return match kernel::would_enforce(&rules) {

@@ -1,6 +1,7 @@
 //! Running a command in its private view, then judging and committing its
 //! writes (Linux).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -9,7 +10,7 @@ use crate::error::ShellError;
 use crate::kernel::view::plan::{Request, plan};
 use crate::kernel::view::spec::{DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
 use crate::kernel::view::staging::{Staging, default_base};
-use crate::kernel::view::{HELPER_ARG, default_helper};
+use crate::kernel::view::{HELPER_ARG, PROBE_ARG, PROBE_OK, default_helper};
 use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
 use crate::policy::ShellPolicy;
 use crate::request::ValidatedCommand;
@@ -147,6 +148,15 @@ impl ShellPolicy {
                     "the private view could not be built here: {reason}"
                 )));
             }
+            // The helper said nothing and never started the view (not a
+            // helper, or it died first): nothing ran.
+            None if !ran.timed_out && !view_started(staging.path()) => {
+                return Ok(InView::Unavailable(format!(
+                    "the view helper {} ended ({}) without starting the view",
+                    helper.display(),
+                    ran.status
+                )));
+            }
             Some(Outcome::SpawnFailed(kind, message)) => {
                 return Err(ShellError::Spawn {
                     program: command.program.clone(),
@@ -205,26 +215,64 @@ impl ShellPolicy {
     }
 }
 
-/// Whether this system lets unprivileged processes create user
-/// namespaces, as far as can be told without trying.
-pub(crate) fn namespaces_allowed() -> Result<(), String> {
-    if let Some(reason) = UNAVAILABLE.lock().ok().and_then(|u| u.clone()) {
-        return Err(reason);
+/// What the probe found, per helper and staging base, in this process.
+type Probes = BTreeMap<(PathBuf, PathBuf), Result<(), String>>;
+static PROBES: Mutex<Probes> = Mutex::new(BTreeMap::new());
+
+impl ShellPolicy {
+    /// Whether a command's view can be built here, found by trying: the
+    /// helper is started in its probe mode, which creates the namespaces,
+    /// writes the id maps and mounts an overlay on the staging base's file
+    /// system, then exits. Asked once per helper and base in a process.
+    pub(crate) fn probe_view(&self) -> Result<(), String> {
+        let helper = self.view_helper()?;
+        let base = self.view.staging.clone().unwrap_or_else(default_base);
+        let key = (helper.clone(), base.clone());
+        if let Some(found) = PROBES.lock().ok().and_then(|p| p.get(&key).cloned()) {
+            return found;
+        }
+        let found = probe(&helper, &base);
+        if let Ok(mut probes) = PROBES.lock() {
+            probes.insert(key, found.clone());
+        }
+        found
     }
-    let read = |path: &str| {
-        std::fs::read_to_string(path)
-            .ok()
-            .map(|t| t.trim().to_owned())
-    };
-    if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
-        return Err(
-            "user namespaces are switched off here (user.max_user_namespaces = 0)".to_owned(),
-        );
+}
+
+fn probe(helper: &Path, base: &Path) -> Result<(), String> {
+    let staging = Staging::create(base).map_err(|error| {
+        format!(
+            "the staging directory {} cannot be made ({error})",
+            base.display()
+        )
+    })?;
+    let output = std::process::Command::new(helper)
+        .arg(PROBE_ARG)
+        .arg(staging.path())
+        .env_clear()
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|error| {
+            format!(
+                "the view helper {} cannot be started ({error})",
+                helper.display()
+            )
+        })?;
+    let said = String::from_utf8_lossy(&output.stdout);
+    let said = said.trim();
+    if output.status.success() && said == PROBE_OK {
+        return Ok(());
     }
-    if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-        return Err("unprivileged user namespaces are switched off here (kernel.unprivileged_userns_clone = 0)".to_owned());
+    if said.is_empty() || said == PROBE_OK {
+        return Err(format!(
+            "the view helper {} did not answer its probe ({})",
+            helper.display(),
+            output.status
+        ));
     }
-    Ok(())
+    Err(format!("the private view cannot be built here: {said}"))
 }
 
 fn spawn_io(helper: &Path, source: std::io::Error) -> ShellError {
@@ -242,6 +290,12 @@ fn kind_of(text: &str) -> std::io::ErrorKind {
         "InvalidInput" => K::InvalidInput,
         _ => K::Other,
     }
+}
+
+/// Whether the helper started the view's first process (it records its
+/// process id as soon as it has).
+fn view_started(staging: &Path) -> bool {
+    std::fs::read_to_string(staging.join(INNER_PID_FILE)).is_ok_and(|pid| !pid.trim().is_empty())
 }
 
 /// The helper's exit status, from its done file, once it wrote one.

@@ -544,3 +544,77 @@ fn without_home_set_the_users_home_from_passwd_is_private_too() {
     assert_eq!(lines.next(), Some("wrote"), "{result:?}");
     assert!(!host_home.join("written-987657").exists());
 }
+
+#[test]
+fn check_shell_says_which_mode_applies_from_a_real_probe_and_runs_agree() {
+    use agentcaps_shell::{CommandRequest, ShellPolicy};
+    let project = Project::new();
+    let planned_and_ran = |policy: &ShellPolicy| {
+        let request = CommandRequest::argv(["cat", "README.md"]);
+        let planned = policy.planned_enforcement(&policy.validate(&request).expect("valid"));
+        let ran = crate::support::run(policy, request);
+        assert_eq!(ran.stdout, "hello\n", "{ran:?}");
+        (planned, (ran.enforced, ran.enforced_reason))
+    };
+    // Here the view can be built: the probe finds so, and a run agrees.
+    let policy = project.policy().build().expect("policy");
+    let (planned, ran) = planned_and_ran(&policy);
+    assert_eq!(planned, ran);
+    assert!(
+        planned
+            .1
+            .as_deref()
+            .is_none_or(|reason| !reason.contains("view")),
+        "{planned:?}"
+    );
+    // A helper that cannot build a view (a program that is no helper):
+    // the probe finds out, says why, and the run falls back as it said.
+    let broken = project
+        .policy()
+        .view_helper("/bin/true")
+        .build()
+        .expect("policy");
+    let (planned, ran) = planned_and_ran(&broken);
+    assert!(planned.0.to_string().starts_with("partial"), "{planned:?}");
+    let reason = planned.1.clone().expect("a reason");
+    assert!(reason.contains("did not answer its probe"), "{reason}");
+    assert!(ran.0.to_string().starts_with("partial"), "{ran:?}");
+    assert!(
+        ran.1
+            .as_deref()
+            .is_some_and(|r| r.contains("without starting the view")),
+        "{ran:?}"
+    );
+    // A staging base where the overlay cannot be made (a file system
+    // without user extended attributes, /proc): the probe says so.
+    let nowhere = project
+        .policy()
+        .staging_dir("/proc/agentcaps-probe")
+        .build()
+        .expect("policy");
+    let request = CommandRequest::argv(["cat", "README.md"]);
+    let planned = nowhere.planned_enforcement(&nowhere.validate(&request).expect("valid"));
+    assert!(planned.0.to_string().starts_with("partial"), "{planned:?}");
+    assert!(
+        planned
+            .1
+            .as_deref()
+            .is_some_and(|r| r.contains("staging directory")),
+        "{planned:?}"
+    );
+    // The view turned off.
+    let off = project
+        .policy()
+        .private_view(false)
+        .build()
+        .expect("policy");
+    let (planned, ran) = planned_and_ran(&off);
+    assert_eq!(planned, ran);
+    assert!(
+        planned
+            .1
+            .as_deref()
+            .is_some_and(|r| r.contains("turned the private view off")),
+        "{planned:?}"
+    );
+}

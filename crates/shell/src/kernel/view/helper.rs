@@ -21,14 +21,27 @@ use std::path::{Path, PathBuf};
 
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
-use super::INNER_ARG;
 use super::spec::{DONE_FILE, INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, SPEC_FILE, ViewSpec};
+use super::{INNER_ARG, PROBE_ARG, PROBE_OK};
 use crate::kernel::domain::Domain;
 use crate::kernel::privileges::drop_all_capabilities;
 use crate::kernel::rules::KernelRules;
 
-/// Runs the stage `args` name (`[HELPER_ARG | INNER_ARG, staging-dir]`).
+/// Runs the stage `args` name (`[HELPER_ARG | INNER_ARG, staging-dir]`,
+/// or `[PROBE_ARG, scratch-dir]`).
 pub(super) fn main(stage: &str, staging: &Path) -> i32 {
+    if stage == PROBE_ARG {
+        return match probe(staging) {
+            Ok(()) => {
+                println!("{PROBE_OK}");
+                0
+            }
+            Err(reason) => {
+                println!("{reason}");
+                1
+            }
+        };
+    }
     let outcome_path = staging.join(OUTCOME_FILE);
     let spec = match read_spec(staging) {
         Ok(spec) => spec,
@@ -122,6 +135,63 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
         let _ = nix::unistd::close(fd);
     }
     Ok(code)
+}
+
+/// The probe: the namespaces a view needs, its id maps, private mounts,
+/// and an overlay (user extended attributes) over directories of `dir`
+/// (the staging base's file system) — the steps a run takes that a
+/// system can refuse. Nothing of it outlives this process.
+fn probe(dir: &Path) -> Result<(), String> {
+    let uid = rustix::process::geteuid().as_raw();
+    let gid = rustix::process::getegid().as_raw();
+    let [lower, upper, work, merged] =
+        ["lower", "upper", "work", "merged"].map(|name| dir.join(name));
+    for d in [&lower, &upper, &work, &merged] {
+        mkdir_p(d).map_err(|e| format!("the probe's directory {}: {e}", d.display()))?;
+    }
+    nix::sched::unshare(
+        nix::sched::CloneFlags::CLONE_NEWUSER
+            | nix::sched::CloneFlags::CLONE_NEWNS
+            | nix::sched::CloneFlags::CLONE_NEWPID
+            | nix::sched::CloneFlags::CLONE_NEWIPC
+            | nix::sched::CloneFlags::CLONE_NEWNET,
+    )
+    .map_err(|errno| {
+        format!(
+            "user namespaces are not available here (unshare: {})",
+            errno.desc()
+        )
+    })?;
+    std::fs::write("/proc/self/setgroups", "deny")
+        .and_then(|()| std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")))
+        .and_then(|()| std::fs::write("/proc/self/gid_map", format!("0 {gid} 1")))
+        .map_err(|e| format!("the user namespace's id maps cannot be written here ({e})"))?;
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| format!("mounts cannot be made private here ({e})"))?;
+    let data = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        option_path(&lower).map_err(|e| e.to_string())?,
+        option_path(&upper).map_err(|e| e.to_string())?,
+        option_path(&work).map_err(|e| e.to_string())?
+    );
+    let data = CString::new(data).map_err(|e| e.to_string())?;
+    rustix::mount::mount(
+        "overlay",
+        &merged,
+        "overlay",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        data.as_c_str(),
+    )
+    .map_err(|e| {
+        format!(
+            "an unprivileged overlay cannot be mounted here over {} ({e})",
+            dir.display()
+        )
+    })?;
+    Ok(())
 }
 
 /// Marks every descriptor above stderr close-on-exec by closing it: the

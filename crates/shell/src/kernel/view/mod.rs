@@ -48,6 +48,11 @@ use std::sync::OnceLock;
 pub const HELPER_ARG: &str = "__agentcaps-view";
 /// The first argument of the helper's inner stage.
 pub(crate) const INNER_ARG: &str = "__agentcaps-view-init";
+/// The first argument of the helper's probe: can a view be built here?
+/// (`PROBE_ARG scratch-dir`; prints [`PROBE_OK`] when it can.)
+pub(crate) const PROBE_ARG: &str = "__agentcaps-view-probe";
+/// What the probe prints when the namespaces and an overlay could be made.
+pub(crate) const PROBE_OK: &str = "agentcaps-view-probe: ok";
 
 static DEFAULT_HELPER: OnceLock<PathBuf> = OnceLock::new();
 
@@ -72,7 +77,7 @@ pub fn dispatch() {
 /// their arguments themselves.
 pub fn run_if_helper(stage: &OsString, staging: Option<OsString>) -> Option<i32> {
     let stage = stage.to_str()?;
-    if stage != HELPER_ARG && stage != INNER_ARG {
+    if stage != HELPER_ARG && stage != INNER_ARG && stage != PROBE_ARG {
         return None;
     }
     let Some(staging) = staging else {
