@@ -26,21 +26,25 @@ and patches under the current directory. `agentcaps check policy` prints it.
 Confinement (Linux): `run` and the shell_command tool start every command in a private
 view: its own user, mount, PID, IPC and network namespaces (only its own loopback, unless
 the shell allows network); only the runtime (read-only), the [files] roots (read-only
-ones read-only, writable ones as an overlay), a private /tmp, a minimal /dev and its own
-/proc. Blocked entries inside the roots (.env, keys, blocked dirs) are absent; .git stays
+ones read-only, writable ones as an overlay), a private /tmp, a private empty home (HOME
+and the passwd home: none of your files there), a minimal /dev and its own /proc;
+[shell] cache_dirs (development: ~/.cargo/registry, ~/.cargo/git, ~/.cache/pip,
+~/.npm/_cacache) are writable there and their writes discarded. Blocked entries inside the roots (.env, keys, blocked dirs) are absent; .git stays
 visible to commands. Landlock inside, no_new_privs, no capabilities. When the command
 ends, every process it started is killed, and each change it made is judged like a
 write_file (.git/hooks, .git/config, .envrc, blocked names in any case, links leaving the
-roots, FIFOs/devices, set-id bits, hard links to others' files are refused) and the
-allowed ones are committed all-or-none. Results carry `changes.applied` and
+roots, FIFOs/devices, set-id bits, hard links to others' files are refused; hard links
+among its own new files land as links) and the allowed ones are committed all-or-none. Results carry `changes.applied` and
 `changes.refused` (path, action, rule, reason); `run` lists refused ones on stderr and
 exits 0. `enforced` is `full` only when the view, the write-back and Landlock all held;
 where user namespaces are unavailable it is `partial` with `enforced_reason` (then only
 Landlock and the argument checks hold: a program can read blocked entries inside a root
 and write protected ones by itself), and `require_kernel_enforcement = true` in [shell]
-refuses to run instead. `check shell` says which mode would apply. Known limits: renaming
-a directory that existed before fails inside the view (EXDEV), permission changes of
-existing directories are refused.
+refuses to run instead. `check shell` says which mode would apply (it tries: the view
+helper creates the namespaces and an overlay once). Known limits: renaming a directory
+that existed before fails inside the view (EXDEV; mv copies it: a delete and a create);
+a moved file is reported as `rename` (with `from`) only while its bytes and mtime are
+unchanged; permission changes of existing directories are refused.
 
 Examples:
   agentcaps check path ../etc/passwd src/main.rs
