@@ -36,6 +36,17 @@ const GRAMMAR: &[&str] = &[
     "grep -rn --include=*.rs -e main src",
 ];
 
+/// git commands: each subcommand reads its options with its own grammar
+/// (log's lists over 200 options), and what clone writes is judged.
+const GIT: &[&str] = &[
+    "git log --graph --all --decorate --oneline -20",
+    "git diff --stat HEAD~1 -- src",
+    "git status -s",
+    "git commit -am msg",
+    "git clone --depth 1 sub copy",
+    "git rev-parse --show-toplevel",
+];
+
 fn tree() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonical");
@@ -96,10 +107,22 @@ fn benches(c: &mut Criterion) {
             }
         });
     });
+    let git: Vec<CommandRequest> = GIT.iter().map(|l| CommandRequest::line(*l)).collect();
+    for req in &git {
+        policy.validate(req).expect("git commands are allowed");
+    }
+    group.bench_function("validate_git_command_avg_of_6", |b| {
+        b.iter(|| {
+            for req in &git {
+                black_box(policy.validate(black_box(req)).ok());
+            }
+        });
+    });
     for (line, req) in TYPICAL
         .iter()
         .zip(&requests)
         .chain(GRAMMAR.iter().zip(&grammar))
+        .chain(GIT.iter().zip(&git))
     {
         group.bench_function(format!("validate `{line}`"), |b| {
             b.iter(|| black_box(policy.validate(black_box(req)).ok()));
