@@ -10,10 +10,19 @@
 //! forwarded) and `proxy_connect` (a `CONNECT` tunnel, as HTTPS clients
 //! use it; the HTTP inside is plain here, so only the tunnel is measured).
 //!
+//! Each party runs as it would as a process of its own: the server on its
+//! own thread and single-threaded runtime (one event loop, as a server
+//! process), the proxy on its own thread and runtime exactly as the
+//! `agentcaps` command line runs it ([`ProxyThread`]), and the client on a
+//! single-threaded runtime of the bench thread (as `curl` is one thread).
 //! The client is a bare hyper HTTP/1.1 connection: direct, it talks to the
 //! server in origin form; through the proxy, it talks to the proxy in
 //! absolute form (`GET http://127.0.0.1:PORT/ HTTP/1.1`) and the proxy
 //! judges, resolves nothing (an IP literal), dials, and streams back.
+//!
+//! All three share this machine's cores: on loopback every proxied byte
+//! and every request costs a second hop (two more socket writes and reads,
+//! a second TCP connection's processing), which going direct does not pay.
 //!
 //! Run: `cargo bench -p agentcaps-egress --bench proxy -- --warm-up-time 1 --measurement-time 5`.
 
@@ -23,7 +32,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 
 use agentcaps_egress::EgressPolicyConfig;
-use agentcaps_egress::proxy::Proxy;
+use agentcaps_egress::proxy::{Listen, ProxyThread};
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use http_body_util::{BodyExt, Empty};
@@ -35,6 +44,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 const BIG: usize = 100 * 1024 * 1024;
 const PIECE: usize = 64 * 1024;
+/// The server thread's name (its CPU time is counted as the server's).
+const SERVER_THREAD: &str = "bench-server";
+/// The proxy's threads' name ([`ProxyThread`] names them so).
+const PROXY_THREAD: &str = "agentcaps-proxy";
 
 /// A body of `left` bytes sent as frames of one shared buffer.
 struct Repeat {
@@ -63,35 +76,44 @@ impl hyper::body::Body for Repeat {
     }
 }
 
-/// A keep-alive HTTP/1.1 server: `/big` answers 100 MB (64 KiB frames of
-/// one shared buffer), anything else 64 bytes.
-async fn server() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let piece = Bytes::from(vec![b'x'; PIECE]);
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let _ = stream.set_nodelay(true);
-            let piece = piece.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let left = if req.uri().path() == "/big" { BIG } else { 64 };
-                    let body = Repeat {
-                        piece: piece.clone(),
-                        left,
-                    };
-                    async move { Ok::<_, Infallible>(hyper::Response::new(body)) }
+/// A keep-alive HTTP/1.1 server on its own thread and single-threaded
+/// runtime: `/big` answers 100 MB (64 KiB frames of one shared buffer),
+/// anything else 64 bytes.
+fn server() -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new().name(SERVER_THREAD.to_owned());
+    let _ = thread.spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let piece = Bytes::from(vec![b'x'; PIECE]);
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let _ = stream.set_nodelay(true);
+                let piece = piece.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        let left = if req.uri().path() == "/big" { BIG } else { 64 };
+                        let body = Repeat {
+                            piece: piece.clone(),
+                            left,
+                        };
+                        async move { Ok::<_, Infallible>(hyper::Response::new(body)) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
+            }
+        });
     });
-    addr
+    rx.recv().unwrap()
 }
 
 /// How the client reaches the server.
@@ -155,23 +177,22 @@ async fn get(sender: &mut SendRequest<Empty<Bytes>>, target: &str, host: &str) -
 }
 
 fn bench(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let addr = rt.block_on(server());
-    let proxy = rt.block_on(async {
-        let config = EgressPolicyConfig {
-            allowed_cidrs: vec!["127.0.0.1/32".into()],
-            allowed_ports: vec![addr.port()],
-            dns_servers: vec!["127.0.0.1:53".into()],
-            ..EgressPolicyConfig::default()
-        };
-        Proxy::bind(config.build().unwrap(), "127.0.0.1:0".parse().unwrap())
-            .await
-            .unwrap()
-    });
+    let addr = server();
+    let config = EgressPolicyConfig {
+        allowed_cidrs: vec!["127.0.0.1/32".into()],
+        allowed_ports: vec![addr.port()],
+        dns_servers: vec!["127.0.0.1:53".into()],
+        ..EgressPolicyConfig::default()
+    };
+    let proxy = ProxyThread::start(
+        config.build().unwrap(),
+        Listen::Tcp("127.0.0.1:0".parse().unwrap()),
+    )
+    .unwrap();
     let via = proxy.local_addr().unwrap();
     let host = addr.to_string();
     let routes = [
@@ -231,12 +252,14 @@ fn interleaved(
         ("keepalive_get", "/small", SMALL_PER_ROUND, "req/s"),
     ] {
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
+        let mut cpu: Vec<[u64; 3]> = vec![[0; 3]; routes.len()];
         for round in 0..ROUNDS {
             for k in 0..routes.len() {
                 // Rotate who goes first each round.
                 let i = (k + round) % routes.len();
                 let target = format!("{}{path}", routes[i].3);
                 let sender = &mut senders[i];
+                let before = cpu_by_party();
                 let start = std::time::Instant::now();
                 let bytes = rt.block_on(async {
                     let mut bytes = 0;
@@ -246,6 +269,10 @@ fn interleaved(
                     bytes
                 });
                 let secs = start.elapsed().as_secs_f64();
+                let after = cpu_by_party();
+                for party in 0..3 {
+                    cpu[i][party] += after[party].saturating_sub(before[party]);
+                }
                 let rate = if per_round == 1 {
                     bytes as f64 / secs / (1024.0 * 1024.0)
                 } else {
@@ -273,7 +300,52 @@ fn interleaved(
             ));
         }
         println!("{line}");
+        // CPU time (on-CPU time of each party's threads, kernel work done
+        // on their behalf included) per unit: what a saturated machine
+        // pays for each MiB or request, whatever the contention.
+        let units = if per_round == 1 {
+            (ROUNDS * BIG) as f64 / (1024.0 * 1024.0)
+        } else {
+            (ROUNDS * per_round) as f64
+        };
+        let per = if per_round == 1 { "MiB" } else { "request" };
+        let mut line = format!("  cpu µs per {per}:");
+        for (i, route) in routes.iter().enumerate() {
+            let [client, server, proxy] = cpu[i].map(|ns| ns as f64 / 1000.0 / units);
+            line.push_str(&format!(
+                " {}: client {client:.1} + server {server:.1} + proxy {proxy:.1} = {:.1};",
+                route.0,
+                client + server + proxy
+            ));
+        }
+        println!("{line}");
     }
+}
+
+/// On-CPU nanoseconds of this process's threads so far, by party:
+/// client (every other thread), server, proxy — from each thread's
+/// `schedstat` (Linux; zeros elsewhere).
+fn cpu_by_party() -> [u64; 3] {
+    let mut sums = [0u64; 3];
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return sums;
+    };
+    for task in tasks.flatten() {
+        let read = |name: &str| std::fs::read_to_string(task.path().join(name)).unwrap_or_default();
+        let comm = read("comm");
+        let ns: u64 = read("schedstat")
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let party = match comm.trim() {
+            SERVER_THREAD => 1,
+            PROXY_THREAD => 2,
+            _ => 0,
+        };
+        sums[party] += ns;
+    }
+    sums
 }
 
 criterion_group! {
