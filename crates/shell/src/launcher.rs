@@ -315,6 +315,11 @@ pub(crate) fn launch<'a>(program: &str, argv: &'a [String], unwrap: bool) -> Lau
     }
 }
 
+/// Whether `program` (an identity) is a shell.
+pub(crate) fn is_shell(program: &str) -> bool {
+    SHELLS.contains(&program)
+}
+
 /// Whether `program` is a shell that, with these arguments (without
 /// `argv[0]`), reads its commands from standard input (no script named,
 /// or `-s`, `-i`): input given to it would run as a command string.

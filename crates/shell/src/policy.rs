@@ -411,7 +411,11 @@ impl ShellPolicyBuilder {
 
     /// Unwrap launchers (`env`, `nice`, `nohup`, `timeout`, `stdbuf`,
     /// `time`, `command`, `setsid`) and judge their inner command, instead
-    /// of refusing them. The launcher itself must be allowed too.
+    /// of refusing them. The launcher itself must be allowed too. An allowed
+    /// shell given exactly `-c STRING` is unwrapped as well: the string is
+    /// split like a command string (no expansion; operators, and the
+    /// characters a shell would expand, refused), judged as that command,
+    /// and run without the shell.
     pub fn unwrap_launchers(mut self, on: bool) -> Self {
         self.unwrap_launchers = on;
         self

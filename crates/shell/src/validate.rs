@@ -19,7 +19,7 @@ use crate::env::{append_git_safety, check_agent_variable, child_environment, inh
 use crate::error::ShellError;
 use crate::grammar::{self, Problem};
 use crate::identity::{identity, is_bare};
-use crate::launcher::{Launch, launch, shell_reads_stdin};
+use crate::launcher::{Launch, is_shell, launch, shell_reads_stdin};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules};
@@ -76,6 +76,12 @@ pub(crate) fn validate(
                 limit: MAX_ARGUMENT_CHARS,
             });
         }
+    }
+
+    if let Some(inner) = shell_string(policy, &argv)? {
+        let mut inner_request = request.clone();
+        inner_request.command = Command::Argv(inner);
+        return validate(policy, fs, &inner_request);
     }
 
     let when = Conditions {
@@ -209,6 +215,33 @@ pub(crate) fn validate(
         timeout,
         stdin,
     })
+}
+
+/// Where the policy unwraps launchers and allows the shell, `SHELL -c
+/// STRING` (exactly that) is the command STRING: split like a command
+/// string (no expansion; an operator is refused), judged as if given
+/// directly, and run without the shell, so what runs is what was judged.
+/// A string holding what a shell would expand (`*`, `?`, `[`, `~`, `{`,
+/// `#`) is refused: run without a shell, it would mean something else.
+fn shell_string(policy: &ShellPolicy, argv: &[String]) -> Result<Option<Vec<String>>, ShellError> {
+    let [shell, flag, string] = argv else {
+        return Ok(None);
+    };
+    let id = identity(shell);
+    let allowed = || is_bare(shell) && policy.allowed.iter().any(|n| identity(n) == id);
+    if !policy.unwrap_launchers || flag != "-c" || !is_shell(&id) || !allowed() {
+        return Ok(None);
+    }
+    if let Some(c) = string.chars().find(|c| "*?[~{#".contains(*c)) {
+        return Err(ShellError::Launcher {
+            program: id,
+            reason: format!(
+                "`-c` string holds `{c}`, which a shell would expand; the string is run as one \
+                 command without a shell, so give the names it stands for directly"
+            ),
+        });
+    }
+    Ok(Some(tokenize::split(string)?))
 }
 
 /// Identify the program at `argv[start]`, unwrapping launchers.

@@ -137,6 +137,11 @@ fn refusal_messages() {
             CommandRequest::argv(["bash"]).with_stdin("id"),
         ),
         (
+            "shell_string_glob",
+            "unwrap",
+            CommandRequest::argv(["bash", "-c", "cat *.txt"]),
+        ),
+        (
             "make_assignment",
             "files",
             CommandRequest::argv(["make", "SHELL=/tmp/x"]),
