@@ -101,6 +101,8 @@ pub mod kernel;
 mod output;
 #[cfg(feature = "runner")]
 mod runner;
+#[cfg(feature = "runner")]
+mod tree;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod view_run;
 #[cfg(feature = "runner")]

@@ -17,7 +17,6 @@
 //! result says `partial`: Landlock judges the port, not the address (any
 //! host on that port is reachable), and does not restrict UDP.
 
-use std::ffi::OsString;
 use std::path::Path;
 
 /// The port of the proxy inside a command's view.
@@ -83,7 +82,11 @@ pub struct Connection {
 /// The proxy variables of a command whose network is the proxy: the six
 /// variables set to `http://127.0.0.1:PORT` (in a view, [`PROXY_PORT`]),
 /// `NO_PROXY` removed.
-pub(crate) fn proxy_environment(env: &mut Vec<(OsString, OsString)>, port: u16) {
+pub(crate) fn proxy_environment(
+    env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    port: u16,
+) {
+    use std::ffi::OsString;
     const NAMES: &[&str] = &[
         "HTTP_PROXY",
         "http_proxy",

@@ -13,6 +13,7 @@ use crate::kernel::{self, Enforcement, KernelRefusal, KernelRules};
 use crate::output::Capture;
 use crate::policy::ShellPolicy;
 use crate::request::ValidatedCommand;
+use crate::tree::ProcessTree;
 use crate::writeback::Changes;
 
 /// How long to keep reading output after the process group was killed on
@@ -26,7 +27,8 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
 pub enum Exit {
     /// It exited with this code.
     Code(i32),
-    /// It was killed by this signal (on timeout: `SIGKILL`, 9).
+    /// It was killed by this signal (on timeout: `SIGKILL`, 9). On Windows
+    /// there are no signals: a tree killed on timeout exits with code 1.
     Signal(i32),
 }
 
@@ -84,7 +86,7 @@ impl ShellPolicy {
     ///
     /// The program is executed directly (no shell) with the validated argv,
     /// working directory and environment, stdin closed, in a new process
-    /// group. On Linux, with a path policy, it runs in its private view
+    /// group (on Windows, a new Job object). On Linux, with a path policy, it runs in its private view
     /// ([`kernel::view`]): when it ends, every process it left is killed and
     /// its writes are judged and committed ([`RunResult::changes`]). On
     /// timeout everything it started is killed and the result says
@@ -142,6 +144,13 @@ impl ShellPolicy {
         #[cfg(not(all(feature = "landlock", target_os = "linux")))]
         let reason =
             "the private view exists on Linux only (with the `landlock` feature)".to_owned();
+        #[cfg(target_os = "macos")]
+        if self.view.enabled {
+            return (
+                Enforcement::Partial { abi: 0 },
+                Some(kernel::seatbelt::PARTIAL_REASON.to_owned()),
+            );
+        }
         let rules = self.kernel_rules(command);
         match kernel::would_enforce(&rules) {
             Enforcement::None => (
@@ -201,20 +210,48 @@ impl ShellPolicy {
             }
             _ => None,
         };
-        let mut cmd = tokio::process::Command::new(&command.program);
-        if let Some(arg0) = command.argv.first() {
-            #[cfg(unix)]
-            cmd.arg0(arg0);
-            #[cfg(not(unix))]
-            let _ = arg0;
-        }
+        // On macOS the command runs under `sandbox-exec` with the Seatbelt
+        // profile of this policy (unless the host turned it off).
+        #[cfg(target_os = "macos")]
+        let seatbelt = self
+            .view
+            .enabled
+            .then(|| self.seatbelt_profile(&rules));
+        #[cfg(not(target_os = "macos"))]
+        let seatbelt: Option<String> = None;
+        let mut cmd = match &seatbelt {
+            Some(profile) => {
+                let mut cmd = tokio::process::Command::new(kernel::seatbelt::SANDBOX_EXEC);
+                cmd.arg("-p").arg(profile).arg("--").arg(&command.program);
+                cmd
+            }
+            None => {
+                #[cfg_attr(not(unix), allow(unused_mut))]
+                let mut cmd = tokio::process::Command::new(&command.program);
+                if let Some(arg0) = command.argv.first() {
+                    #[cfg(unix)]
+                    cmd.arg0(arg0);
+                    #[cfg(not(unix))]
+                    let _ = arg0;
+                }
+                cmd
+            }
+        };
         cmd.args(command.argv.iter().skip(1))
             .current_dir(&command.cwd)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)));
         prepare(&mut cmd, command.stdin.is_some());
         let started = Instant::now();
+        #[cfg(not(windows))]
         let (child, landlock) = kernel::spawn_confined(&mut cmd, &rules).map_err(spawn_error)?;
+        // No kernel confinement on Windows (`require_kernel_enforcement`
+        // refused above); the Job object holds the tree together.
+        #[cfg(windows)]
+        let (child, landlock) = (
+            ProcessTree::spawn(cmd).map_err(spawn_error)?,
+            kernel::would_enforce(&rules),
+        );
         let ran = supervise(
             child,
             command.stdin.as_deref(),
@@ -228,6 +265,11 @@ impl ShellPolicy {
             Some((port, _)) => format!("{reason}; {}", proxy_caveat(*port, landlock)),
             None => reason,
         };
+        if seatbelt.is_some() {
+            let mut result = seatbelt_result(ran, started, command)?;
+            result.connections = proxy.map(|(_, session)| session.connections());
+            return Ok(result);
+        }
         let (enforced, enforced_reason) = match landlock {
             Enforcement::Full => (
                 Enforcement::Partial {
@@ -316,8 +358,48 @@ fn proxy_caveat(port: u16, landlock: Enforcement) -> String {
     }
 }
 
+impl ShellPolicy {
+    /// The Seatbelt profile a command with `rules` runs under on macOS.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    fn seatbelt_profile(&self, rules: &KernelRules) -> String {
+        match self.paths.as_ref() {
+            Some(paths) => {
+                kernel::seatbelt::profile(rules, paths.blocked(), paths.write_protected())
+            }
+            None => kernel::seatbelt::profile(rules, [], []),
+        }
+    }
+}
+
+/// The result of a run under `sandbox-exec`: `partial`, saying why; a
+/// refusal when `sandbox-exec` rejected the profile (it then ran nothing).
+fn seatbelt_result(
+    ran: Ran,
+    started: Instant,
+    command: ValidatedCommand,
+) -> Result<RunResult, ShellError> {
+    let exit = exit_of(ran.status);
+    if let Some(why) = kernel::seatbelt::rejection(exit, &ran.err.text()) {
+        return Err(ShellError::KernelEnforcement {
+            message: format!(
+                "refused to run: macOS rejected the Seatbelt profile made for this command ({why}); nothing ran. Report it, or turn the profile off for this host (`private_view = false`) to run without it"
+            ),
+        });
+    }
+    Ok(ran.to_result(
+        started,
+        command.program,
+        command.argv,
+        exit,
+        Enforcement::Partial { abi: 0 },
+        Some(kernel::seatbelt::PARTIAL_REASON.to_owned()),
+        None,
+    ))
+}
+
 /// Pipes for the output, stdin piped (when given) or closed, killed when
-/// dropped, in a new process group.
+/// dropped, in a new process group on Unix (on Windows the Job object of
+/// [`ProcessTree::spawn`] plays that part).
 pub(crate) fn prepare(cmd: &mut tokio::process::Command, stdin: bool) {
     cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
@@ -367,31 +449,26 @@ impl Ran {
     }
 }
 
-/// Feeds stdin, drains the output under the caps, waits; when the process
-/// ends, kills what is left of its group; on timeout kills the whole group.
-/// Supervises `child`: feeds its input, captures its output, waits for
-/// its end or kills its group at `timeout`.
+/// Supervises `tree`: feeds its input, captures its output, waits for its
+/// first process, then kills what that process left running; at `timeout`
+/// kills the whole tree.
 ///
 /// With `finished`, the end is known sooner: once the output pipes are at
 /// their end, `finished` may say the child's work is done and give its
 /// status; the child is then reaped in the background (it may still be
 /// tearing down what it made), never left a zombie.
 pub(crate) async fn supervise(
-    mut child: tokio::process::Child,
+    tree: impl Into<ProcessTree>,
     input: Option<&[u8]>,
     timeout: Duration,
     max_output_bytes: u64,
     finished: Option<&Finished>,
 ) -> std::io::Result<Ran> {
-    let group = child.id();
-    // A cancelled run (this future dropped at any await) kills the whole
-    // group, not only the child: what the child started before it could
-    // arrange for its own end (the view's first process) goes too.
-    let cancel = GroupKiller::new(group);
-    let mut stdin = child.stdin.take();
+    let mut tree = tree.into();
+    let mut stdin = tree.take_stdin();
     let input = input.unwrap_or_default();
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
+    let mut stdout = tree.take_stdout();
+    let mut stderr = tree.take_stderr();
     let mut out = Capture::new(max_output_bytes);
     let mut err = Capture::new(max_output_bytes);
 
@@ -409,11 +486,11 @@ pub(crate) async fn supervise(
                 }
             }
             let waited = async {
-                let status = child.wait().await;
-                // Whatever the program left running in its group goes too,
+                let status = tree.wait_leader().await;
+                // Whatever the program left running in its tree goes too,
                 // so the pipes close and nothing outlives the command.
-                kill_group(group);
-                cancel.disarm();
+                tree.kill();
+                tree.disarm();
                 status
             };
             let (status, (), (), ()) = tokio::join!(
@@ -430,16 +507,16 @@ pub(crate) async fn supervise(
         Ok((status, false)) => (status?, false),
         Ok((status, true)) => {
             // Not reaped yet, so the group id is still ours.
-            kill_group(group);
-            cancel.disarm();
-            reap_in_background(child);
+            tree.kill();
+            tree.disarm();
+            tree.reap_in_background();
             (status?, false)
         }
         Err(_elapsed) => {
             // The leader is not reaped yet, so the group id is still ours.
-            kill_group(group);
-            let status = child.wait().await;
-            cancel.disarm();
+            tree.kill();
+            let status = tree.wait_leader().await;
+            tree.disarm();
             let status = status?;
             let _ = tokio::time::timeout(DRAIN_AFTER_KILL, async {
                 tokio::join!(drain(&mut stdout, &mut out), drain(&mut stderr, &mut err))
@@ -459,19 +536,6 @@ pub(crate) async fn supervise(
 /// Says, once a child's output pipes are at their end, whether its work is
 /// done, and with which status.
 pub(crate) type Finished = dyn Fn() -> Option<std::process::ExitStatus> + Send + Sync;
-
-/// Waits for `child` on a task of its own (or, outside a runtime, lets
-/// tokio's orphan queue reap it).
-fn reap_in_background(mut child: tokio::process::Child) {
-    match tokio::runtime::Handle::try_current() {
-        Ok(runtime) => {
-            runtime.spawn(async move {
-                let _ = child.wait().await;
-            });
-        }
-        Err(_) => drop(child),
-    }
-}
 
 fn millis<S: serde::Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_u64(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
@@ -501,42 +565,6 @@ where
         }
     }
     *stream = None;
-}
-
-/// Kills a child's process group when dropped, unless disarmed first
-/// (once the child is reaped its group id may be reused).
-struct GroupKiller(std::sync::atomic::AtomicU32);
-
-impl GroupKiller {
-    fn new(leader: Option<u32>) -> Self {
-        Self(std::sync::atomic::AtomicU32::new(leader.unwrap_or(0)))
-    }
-
-    fn disarm(&self) {
-        self.0.store(0, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        let leader = *self.0.get_mut();
-        if leader != 0 {
-            kill_group(Some(leader));
-        }
-    }
-}
-
-/// Kill the process group led by `leader` (ignoring a group already gone).
-fn kill_group(leader: Option<u32>) {
-    #[cfg(unix)]
-    if let Some(pid) = leader
-        .and_then(|id| i32::try_from(id).ok())
-        .and_then(rustix::process::Pid::from_raw)
-    {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-    #[cfg(not(unix))]
-    let _ = leader;
 }
 
 pub(crate) fn exit_of(status: std::process::ExitStatus) -> Exit {

@@ -167,6 +167,7 @@
 
 mod enforcement;
 mod rules;
+pub mod seatbelt;
 pub mod view;
 
 #[cfg(all(feature = "landlock", target_os = "linux"))]
@@ -253,14 +254,13 @@ pub fn spawn_confined(
     cmd: &mut tokio::process::Command,
     rules: &KernelRules,
 ) -> std::io::Result<(tokio::process::Child, Enforcement)> {
-    let level = planned_level(rules);
     let expected = would_enforce(rules);
     if rules.require && !expected.is_full() {
         return Err(KernelRefusal::new(expected).into_io_error());
     }
     #[cfg(all(feature = "landlock", target_os = "linux"))]
     if expected != Enforcement::None {
-        return confiner::spawn(cmd, rules, level);
+        return confiner::spawn(cmd, rules, planned_level(rules));
     }
     cmd.spawn().map(|child| (child, Enforcement::None))
 }

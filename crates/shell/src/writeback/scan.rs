@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 
 /// What is in the staging layer at one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(
+    not(unix),
+    expect(dead_code, reason = "staging layers are only read on Unix (overlays)")
+)]
 pub(crate) enum Upper {
     /// A regular file (new, modified, or only its mode changed).
     File {

@@ -35,6 +35,7 @@ mod helper;
 pub(crate) mod plan;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod relay;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod spec;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod staging;
