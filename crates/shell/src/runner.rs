@@ -213,10 +213,7 @@ impl ShellPolicy {
         // On macOS the command runs under `sandbox-exec` with the Seatbelt
         // profile of this policy (unless the host turned it off).
         #[cfg(target_os = "macos")]
-        let seatbelt = self
-            .view
-            .enabled
-            .then(|| self.seatbelt_profile(&rules));
+        let seatbelt = self.view.enabled.then(|| self.seatbelt_profile(&rules));
         #[cfg(not(target_os = "macos"))]
         let seatbelt: Option<String> = None;
         let mut cmd = match &seatbelt {

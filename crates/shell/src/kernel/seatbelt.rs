@@ -149,7 +149,11 @@ pub fn profile<'a>(
         // The judging proxy's port on loopback, and nothing else.
         out.push_str("(allow network-outbound");
         for port in &rules.connect_ports {
-            let _ = write!(out, " (remote tcp {})", string(&format!("localhost:{port}")));
+            let _ = write!(
+                out,
+                " (remote tcp {})",
+                string(&format!("localhost:{port}"))
+            );
         }
         out.push_str(")\n");
     }
