@@ -3,7 +3,8 @@
 //! Judges a command an agent asks for (an argv array, or a string split
 //! with POSIX quoting and no expansion) against a [`ShellPolicy`], then runs
 //! it with no shell, a chosen environment, a timeout that kills the whole
-//! process group, and capped output.
+//! process tree (its process group; on Windows its Job object), and capped
+//! output.
 //!
 //! - **Programs**: `argv[0]` is a bare allowed name (looked up in the
 //!   command's own `PATH`, never in the working directory) or an absolute
@@ -62,7 +63,10 @@
 //! machine where blocked entries are absent, its writes are judged and
 //! committed all-or-none when it ends ([`RunResult::changes`]), and nothing
 //! it started survives it ([`kernel`] says exactly what holds, and what
-//! the `partial` fallback does not).
+//! the `partial` fallback does not). On macOS each command runs under a
+//! Seatbelt profile generated from the same policy ([`kernel::seatbelt`],
+//! `partial`); on Windows nothing is enforced by the kernel (`none`).
+//! Everywhere the result's `enforced` says which.
 //!
 //! # Crate features
 //!

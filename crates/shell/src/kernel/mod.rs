@@ -89,6 +89,15 @@
 //! The Landlock level of a run alone is [`Enforcement`]; `full` needs ABI
 //! 6 or later ([`FULL_ABI`]). This machine's kernels have ABI 7.
 //!
+//! # macOS and Windows
+//!
+//! On macOS each command runs under `sandbox-exec` with a Seatbelt profile
+//! made from the same rules ([`seatbelt`], which says what it holds and
+//! what it does not); the result is `partial`. On Windows the kernel
+//! enforces nothing here (`none`); the command's whole tree is still killed
+//! at its end, through a Job object. `require_kernel_enforcement` refuses
+//! on both.
+//!
 //! # Fallback, and what it does not enforce
 //!
 //! Where the view cannot be had — user namespaces disabled, a security
