@@ -53,6 +53,7 @@ pub(crate) const INNER_ARG: &str = "__agentcaps-view-init";
 /// (`PROBE_ARG scratch-dir`; prints [`PROBE_OK`] when it can.)
 pub(crate) const PROBE_ARG: &str = "__agentcaps-view-probe";
 /// What the probe prints when the namespaces and an overlay could be made.
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) const PROBE_OK: &str = "agentcaps-view-probe: ok";
 
 static DEFAULT_HELPER: OnceLock<PathBuf> = OnceLock::new();
