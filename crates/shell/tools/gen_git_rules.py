@@ -243,6 +243,9 @@ REFUSE = {
                ('--edit-todo', "runs an editor program"),
                ('-s', STRATEGY), ('--strategy', STRATEGY)],
     'revert': [('-e', EDITOR), ('--edit', EDITOR), ('--strategy', STRATEGY)],
+    'reflog': [('--ext-diff', EXT_DIFF), ('--textconv', TEXTCONV)],
+    'rev-list': [('--ext-diff', EXT_DIFF), ('--textconv', TEXTCONV)],
+    'hash-object': [('--filters', "runs the filter programs configured for the repository on the file")],
     'show': [('--ext-diff', EXT_DIFF), ('--textconv', TEXTCONV)],
     'stash': [('--ext-diff', EXT_DIFF), ('--textconv', TEXTCONV)],
     'tag': [('-e', EDITOR), ('--edit', EDITOR)],
@@ -276,12 +279,18 @@ EXTRA = {
 OVERRIDES = {
     # `git stash push -S` (staged) and `-m <message>`, not diff's `-S<string>`.
     'stash': {'-S': 'flag', '-m': 'value', '--message': 'value'},
+    # `git diff --cached`/`--staged`/`--merge-base` are in the manual's
+    # description, not its option list.
+    'diff': {'--cached': 'flag', '--staged': 'flag', '--merge-base': 'flag'},
     # `git bundle create FILE <rev-list args>`.
     'bundle': {'--all': 'flag', '--branches': 'optional', '--tags': 'optional', '--remotes': 'optional',
                '--not': 'flag', '--glob': 'value', '--since': 'value', '--max-count': 'value'},
     # `git --list-cmds` in the usage line is git's own option, not log's.
 }
-DIGITS = {'show'}
+DIGITS = {'show', 'reflog'}
+# Subcommands that also take another's options: `git reflog show` is
+# `git log -g`.
+ALSO = {'reflog': 'log'}
 
 def kinds_for(sub):
     man = from_man(MAN_ALIAS.get(sub, sub))
@@ -303,6 +312,8 @@ def kinds_for(sub):
     own = from_help(sub if sub != 'whatchanged' else 'log')
     take(own, True)
     take(from_usage(sub if sub != 'whatchanged' else 'log'), False)
+    if sub in ALSO:
+        take(kinds_for(ALSO[sub])[0], False)
     out.update(OVERRIDES.get(sub, {}))
     return out, digits or sub in DIGITS
 

@@ -48,6 +48,53 @@ fn every_subcommand_that_runs_reads_its_options_with_a_grammar() {
     assert!(without.is_empty(), "no grammar: {without:?}");
 }
 
+/// Options that run a program, write what the command line does not name
+/// for writing, or move the repository, in whichever subcommand has them:
+/// no grammar may list one (each is refused where git has it).
+#[test]
+fn no_grammar_lists_an_option_that_runs_or_writes() {
+    const NEVER: &[&str] = &[
+        "--ext-diff",
+        "--textconv",
+        "--filters",
+        "--strategy",
+        "--edit",
+        "--edit-todo",
+        "--edit-description",
+        "--reedit-message",
+        "--exec",
+        "--exec-path",
+        "--ext-grep",
+        "--upload-pack",
+        "--receive-pack",
+        "--open-files-in-pager",
+        "--output",
+        "--output-directory",
+        "--template",
+        "--separate-git-dir",
+        "--work-tree",
+        "--git-dir",
+        "--paginate",
+        "--help",
+    ];
+    let tree = Tree::new();
+    let policy = tree.policy("files");
+    let mut listed = Vec::new();
+    for sub in git_subcommands(&policy) {
+        let grammar = sub.grammar.as_deref().expect("a grammar");
+        for option in NEVER {
+            // `rev-parse --git-dir` prints it; `notes merge --strategy`
+            // names one of git's own note-merging rules, never a program.
+            let allowed_here = (sub.name == "rev-parse" && *option == "--git-dir")
+                || (sub.name == "notes" && *option == "--strategy");
+            if grammar.entries_contain(option) && !allowed_here {
+                listed.push(format!("git {} {option}", sub.name));
+            }
+        }
+    }
+    assert!(listed.is_empty(), "listed: {listed:?}");
+}
+
 /// Each option a grammar lists is accepted alone (a value option with a
 /// value), so no grammar entry is shadowed by a refusal of the table. (No
 /// path policy here: `-o` would be judged as the link `o` too.)
