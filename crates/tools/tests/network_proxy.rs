@@ -2,7 +2,9 @@
 //! binary: a command in its private view reaches an allowed loopback
 //! server only through the judging proxy (`curl` honours the proxy
 //! variables set for it); a refused address is answered `403` by the
-//! proxy; a client that ignores the proxy, UDP and DNS have no route out;
+//! proxy; a `CONNECT` tunnel crosses the view's relay whole and one to a
+//! denied IP literal is refused before it opens; a client that ignores
+//! the proxy, UDP and DNS have no route out;
 //! `run --json` lists every connection with its decision.
 
 mod common;
@@ -172,4 +174,114 @@ fn udp_from_a_proxied_command_goes_nowhere() {
     assert_ne!(tftp["exit_code"], 0, "{tftp}");
     let mut buf = [0u8; 512];
     assert!(sink.recv_from(&mut buf).is_err(), "a datagram got out");
+}
+
+/// A loopback HTTP server on 127.0.0.2 answering `len` bytes (a repeated
+/// pattern) to every request, one connection at a time.
+fn big_server(len: usize) -> u16 {
+    let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let body: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+        for stream in listener.incoming().take(20) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(&body);
+        }
+    });
+    port
+}
+
+#[test]
+fn tunnels_go_through_the_view_relay_and_are_judged_before_they_open() {
+    let tree = common::Tree::new();
+    const LEN: usize = 8 * 1024 * 1024 + 17;
+    let port = big_server(LEN);
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
+    ));
+    // `-p`: curl asks the proxy for a CONNECT tunnel even for http://, so
+    // the bytes cross the view's relay and the proxy's tunnel as HTTPS
+    // would; 8 MiB of them arrive whole.
+    let tunnelled = run(
+        &tree,
+        &policy,
+        &[
+            "curl",
+            "-sS",
+            "-p",
+            "--max-time",
+            "20",
+            "-o",
+            "big.bin",
+            "-w",
+            "%{size_download}",
+            &format!("http://127.0.0.2:{port}/big"),
+        ],
+    );
+    assert_eq!(tunnelled["exit_code"], 0, "{tunnelled}");
+    assert_eq!(tunnelled["stdout"], LEN.to_string(), "{tunnelled}");
+    let written = std::fs::read(tree.root.join("big.bin")).expect("the download landed");
+    assert_eq!(written.len(), LEN);
+    assert!(
+        written
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == b'a' + (i % 26) as u8),
+        "the bytes arrived in order"
+    );
+    let connections = tunnelled["connections"].as_array().expect("listed");
+    assert_eq!(connections.len(), 1, "{tunnelled}");
+    assert_eq!(
+        (
+            connections[0]["kind"].as_str(),
+            connections[0]["decision"].as_str()
+        ),
+        (Some("connect"), Some("allow")),
+        "{tunnelled}"
+    );
+
+    // A CONNECT to an IP literal in a denied range, spelled as a mapped
+    // IPv6 address: refused (403) before any tunnel opens, and logged.
+    let refused = run(
+        &tree,
+        &policy,
+        &[
+            "curl",
+            "-sS",
+            "-p",
+            "--max-time",
+            "10",
+            &format!("http://[::ffff:127.0.0.3]:{port}/"),
+        ],
+    );
+    assert_ne!(refused["exit_code"], 0, "{refused}");
+    assert!(
+        refused["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("403"),
+        "{refused}"
+    );
+    let connections = refused["connections"].as_array().expect("listed");
+    assert_eq!(
+        (
+            connections[0]["kind"].as_str(),
+            connections[0]["decision"].as_str()
+        ),
+        (Some("connect"), Some("deny")),
+        "{refused}"
+    );
+    assert!(
+        connections[0]["rule"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("address"),
+        "{refused}"
+    );
 }
