@@ -29,7 +29,7 @@ pub enum Listen {
 }
 
 impl ProxyThread {
-    /// Starts the proxy on a new thread with a two-worker runtime.
+    /// Starts the proxy on a new thread with a single-threaded runtime.
     ///
     /// # Errors
     ///
@@ -40,8 +40,11 @@ impl ProxyThread {
             field: "proxy".to_owned(),
             message: m,
         };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread serves every connection: a request through the proxy
+        // is a ping-pong of small reads and writes, and with a second
+        // worker every write woke it (a futex wake-up and a context switch
+        // for nothing) three times a request.
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .thread_name("agentcaps-proxy")
             .enable_all()
             .build()
