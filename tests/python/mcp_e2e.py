@@ -12,8 +12,8 @@ Every successful result must be plain text (never an escaped JSON document)
 and carry `structuredContent` valid against the tool's `outputSchema` (the
 SDK validates it; this script validates it again with `jsonschema`). It also
 checks that a fast call is answered while a slow one runs, that a cancelled
-call stops, and that a recursive listing of a 4000-deep tree answers within
-a second, truncated.
+call stops (a cancelled command's processes are gone), and that a recursive
+listing of a 4000-deep tree answers within a second, truncated.
 
 Usage: mcp_e2e.py PATH_TO_AGENTCAPS_BINARY
 Exit status 0 when every check passed; prints 'N passed, N failed'.
@@ -44,6 +44,27 @@ EXPECTED_TOOLS = {
     "policy_info",
 }
 DEEP = 4000
+SLEEP = "41.731"
+
+
+def sleepers():
+    """The pids of the `sleep SLEEP` processes still alive (zombies are
+    dead: they only wait to be reaped)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if len(argv) > 1 and os.path.basename(argv[0]) == b"sleep" and argv[1] == SLEEP.encode() \
+                and state != "Z":
+            found.append(int(pid))
+    return found
 
 passed = 0
 failed = 0
@@ -265,8 +286,16 @@ allowed_methods = ["GET"]
             r = await slow
             check("the slow call finishes too", not is_error(r), text_of(r))
 
-            cancelled = asyncio.create_task(session.call_tool("shell_command", {"argv": ["sleep", "30"]}))
-            await asyncio.sleep(0.5)
+            # A distinctive duration names the command's process in /proc.
+            cancelled = asyncio.create_task(session.call_tool("shell_command", {"argv": ["sleep", SLEEP]}))
+            running = False
+            for _ in range(50):
+                await asyncio.sleep(0.1)
+                if sleepers():
+                    running = True
+                    break
+            check("the command to cancel is running", running, "no sleep process seen")
+            cancel_started = time.monotonic()
             cancelled.cancel()
             try:
                 await cancelled
@@ -282,6 +311,14 @@ allowed_methods = ["GET"]
                     break
             check("notifications/cancelled stops a running call",
                   bool(seen) and seen[0]["duration_ms"] < 5000, seen)
+            gone = False
+            while time.monotonic() - cancel_started < 5:
+                if not sleepers():
+                    gone = True
+                    break
+                await asyncio.sleep(0.05)
+            check("a cancelled shell_command's processes are gone",
+                  gone, f"still running after {time.monotonic() - cancel_started:.2f}s: {sleepers()}")
             r = await call("read_file", {"path": "src/lib.txt"})
             check("the server still answers after a cancellation", not is_error(r), text_of(r))
 

@@ -39,9 +39,12 @@ pub(crate) fn render(policy: &Policy, source: &str) -> String {
         extend_list(&mut files, "write_protected", built.write_protected());
     }
     section(&mut out, "files", &files, &spans, &origin);
+    let path_loosenings = built.as_ref().map(|b| b.loosenings()).unwrap_or_default();
+    loosened(&mut out, "files", &files, &path_loosenings, &spans, &origin);
 
     let mut shell = table(&policy.shell);
-    if let Ok(built) = policy.shell_policy() {
+    let built = policy.shell_policy().ok();
+    if let Some(built) = &built {
         extend_list(
             &mut shell,
             "allowed_commands",
@@ -49,9 +52,75 @@ pub(crate) fn render(policy: &Policy, source: &str) -> String {
         );
     }
     section(&mut out, "shell", &shell, &spans, &origin);
-    section(&mut out, "egress", &table(&policy.egress), &spans, &origin);
-    section(&mut out, "patch", &table(&policy.patch), &spans, &origin);
+    let shell_loosenings = built.map(|b| b.loosenings()).unwrap_or_default();
+    loosened(
+        &mut out,
+        "shell",
+        &shell,
+        &shell_loosenings,
+        &spans,
+        &origin,
+    );
+
+    let egress = table(&policy.egress);
+    section(&mut out, "egress", &egress, &spans, &origin);
+    let egress_loosenings = policy
+        .egress_policy()
+        .map(|b| b.loosenings().to_vec())
+        .unwrap_or_default();
+    loosened(
+        &mut out,
+        "egress",
+        &egress,
+        &egress_loosenings,
+        &spans,
+        &origin,
+    );
+
+    let patch = table(&policy.patch);
+    section(&mut out, "patch", &patch, &spans, &origin);
+    loosened(
+        &mut out,
+        "patch",
+        &patch,
+        &policy.patch.loosenings(),
+        &spans,
+        &origin,
+    );
     out
+}
+
+/// Lists, as comments after a section, what it weakens compared with the
+/// safe defaults, each marked with the line of the key that does it
+/// (`built-in` when no key of the file names it, say a loosening made in
+/// code).
+fn loosened(
+    out: &mut String,
+    name: &str,
+    table: &toml::Table,
+    loosenings: &[String],
+    spans: &Spans<'_>,
+    origin: &dyn Fn(Option<usize>) -> String,
+) {
+    for loosening in loosenings {
+        let line = table
+            .keys()
+            .filter(|key| names(loosening, key))
+            .find_map(|key| spans.key_line(name, key));
+        let _ = writeln!(
+            out,
+            "# LOOSENED: {loosening}  # {}",
+            origin(line).replace('\n', " ")
+        );
+    }
+}
+
+/// Whether `text` names `key` as a whole word.
+fn names(text: &str, key: &str) -> bool {
+    text.match_indices(key).any(|(at, _)| {
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        !text[..at].ends_with(word) && !text[at + key.len()..].starts_with(word)
+    })
 }
 
 fn table<T: Serialize>(value: &T) -> toml::Table {

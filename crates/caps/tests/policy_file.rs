@@ -285,6 +285,49 @@ fn the_effective_policy_marks_each_entry_with_its_origin() {
     Policy::load(&again).unwrap_or_else(|e| panic!("{e}\n{text}"));
 }
 
+#[test]
+fn the_effective_policy_lists_each_loosening_with_the_line_that_makes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let top = std::fs::canonicalize(dir.path()).expect("canonical");
+    std::fs::create_dir_all(top.join("project")).expect("mkdir");
+    let file = top.join("policy.toml");
+    std::fs::write(
+        &file,
+        "[files]\nallowed = [\"project\"]\n\n[shell]\nallowed_commands = [\"ls\"]\npath_policy = false\n\n[patch]\nlenient = true\nmax_files = 5000\n",
+    )
+    .expect("write");
+    let policy = Policy::load(&file).expect("load");
+    let text = policy.effective_toml();
+    let origin = file.display().to_string();
+    let loosened = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with("# LOOSENED: ") && l.contains(key))
+            .unwrap_or_else(|| panic!("no loosening for {key}:\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        loosened("path_policy = false").ends_with(&format!("# {origin}:6")),
+        "{text}"
+    );
+    assert!(
+        loosened("lenient = true").ends_with(&format!("# {origin}:9")),
+        "{text}"
+    );
+    assert!(
+        loosened("max_files = 5000").ends_with(&format!("# {origin}:10")),
+        "{text}"
+    );
+    // The safe default has none.
+    let safe = top.join("safe.toml");
+    std::fs::write(&safe, "[files]\nallowed = [\"project\"]\n").expect("write");
+    let text = Policy::load(&safe).expect("load").effective_toml();
+    assert!(!text.contains("LOOSENED"), "{text}");
+    // Still a policy file that loads.
+    let again = top.join("again.toml");
+    std::fs::write(&again, policy.effective_toml()).expect("write");
+    Policy::load(&again).unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// Every table in `tests/data` has a runner: a file added there without
 /// one fails here instead of passing unread.
 #[test]

@@ -185,7 +185,7 @@ impl Descriptions {
 
     pub(crate) fn search_files(&self) -> String {
         format!(
-            "Search file contents for a regex, line by line, under a directory (like ripgrep: .gitignore honoured, hidden files skipped, links not followed); answers `path:line: text`. At most {} matches (default {}), {} files and {} seconds per call, then `truncated`. Files larger than {} bytes and refused files are skipped. {}",
+            "Search file contents for a regex, line by line, under a directory (like ripgrep: .gitignore and .ignore honoured, hidden files skipped unless the glob names them, links not followed); answers `path:line: text`. At most {} matches (default {}), {} files and {} seconds per call, then `truncated`. Files larger than {} bytes, binary files (a NUL byte) and refused files are skipped. {}",
             crate::search::MAX_MATCHES_CAP,
             crate::search::DEFAULT_MAX_MATCHES,
             crate::search::MAX_FILES,

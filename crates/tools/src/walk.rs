@@ -72,41 +72,18 @@ impl Roots {
     }
 }
 
-impl Roots {
-    /// Opens the regular file at `path` (absolute, beneath `root`) for
-    /// reading, resolved by the kernel beneath the root's handle with every
-    /// link refused, never blocking on a FIFO.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn open_file_beneath(&self, root: &Path, path: &Path) -> io::Result<std::fs::File> {
-        use rustix::fs::ResolveFlags;
-        let root_fd = self
-            .roots
-            .iter()
-            .find(|(candidate, _)| candidate == root)
-            .and_then(|(_, fd)| fd.as_ref())
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "the root has no handle"))?;
-        let relative = path
-            .strip_prefix(root)
-            .map_err(|_| io::Error::other("the path is not beneath its root"))?;
-        let fd = rustix::fs::openat2(
-            root_fd,
-            relative,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-        )?;
-        let stat = rustix::fs::fstat(&fd)?;
-        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-            return Err(io::Error::other("not a regular file"));
-        }
-        Ok(std::fs::File::from(fd))
-    }
-}
-
 /// The entries of the directory `dir`, sorted by name.
 pub(crate) fn read_dir(dir: &OwnedFd) -> io::Result<Vec<Child>> {
-    let mut reader = Dir::read_from(dir)?;
     let mut children = Vec::new();
+    read_dir_into(dir, &mut children)?;
+    children.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(children)
+}
+
+/// Appends the entries of the directory `dir` to `children`, in the
+/// directory's order.
+pub(crate) fn read_dir_into(dir: &OwnedFd, children: &mut Vec<Child>) -> io::Result<()> {
+    let mut reader = Dir::read_from(dir)?;
     while let Some(entry) = reader.read() {
         let entry = entry?;
         let name = OsStr::from_bytes(entry.file_name().to_bytes());
@@ -124,8 +101,7 @@ pub(crate) fn read_dir(dir: &OwnedFd) -> io::Result<Vec<Child>> {
             kind,
         });
     }
-    children.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(children)
+    Ok(())
 }
 
 /// Opens the subdirectory `name` of `parent`, never following a link.
@@ -142,21 +118,31 @@ pub(crate) fn allowed(
     kind: EntryKind,
     access: Access,
 ) -> bool {
-    let known = Known {
-        path: dir.join(name),
-        kind,
-    };
+    allowed_at(policy, dir, name, &dir.join(name), kind, access)
+}
+
+/// [`allowed`], for the entry's path `path` (`dir` joined with `name`)
+/// already at hand.
+pub(crate) fn allowed_at(
+    policy: &PathPolicy,
+    dir: &Path,
+    name: &str,
+    path: &Path,
+    kind: EntryKind,
+    access: Access,
+) -> bool {
+    let known = Known { path, kind };
     policy.check_on(&known, dir, name, access).is_ok()
 }
 
 /// A file-system view that knows one entry (from the directory read) and
 /// asks the real file system about anything else.
-struct Known {
-    path: PathBuf,
+struct Known<'a> {
+    path: &'a Path,
     kind: EntryKind,
 }
 
-impl FileSystem for Known {
+impl FileSystem for Known<'_> {
     fn entry(&self, path: &Path) -> io::Result<Option<EntryKind>> {
         if path == self.path {
             Ok(Some(self.kind))
