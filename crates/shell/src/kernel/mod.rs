@@ -139,6 +139,10 @@
 //!   be modified in the view (the overlay's copy-up fails).
 //! - Permission changes of existing directories are refused (listed with
 //!   rule `directory-mode`).
+//! - A private home that holds a read-only root stays read-only for
+//!   Landlock (which grants whole trees): writes to `$HOME` then fail with
+//!   "permission denied" rather than make that root writable for the
+//!   second wall.
 //! - The roots are walked before every command to find the blocked entries
 //!   (not `.git`'s contents); more than a million entries and the view is
 //!   not built (the run falls back and says so).

@@ -129,3 +129,56 @@ fn make_runs_a_two_rule_makefile() {
     ok(&result);
     assert_eq!(project.read("out.txt").as_deref(), Some("hello\n"));
 }
+
+#[test]
+fn the_development_presets_default_caches_are_overlaid_and_their_writes_discarded() {
+    // Built from a policy file, as the CLI does: `development` overlays
+    // ~/.cargo/registry, ~/.cargo/git, ~/.cache/pip and ~/.npm/_cacache of
+    // this process's home. The command's home (inherited `HOME`) is
+    // private: beneath it only the caches that exist here, writable, whose
+    // writes are discarded; nothing else of ~/.cargo (its configuration,
+    // its credentials) is there.
+    let project = Project::new();
+    let home = std::path::PathBuf::from(std::env::var_os("HOME").expect("HOME is set"));
+    agentcaps_shell::kernel::view::set_default_helper(helper());
+    let config: agentcaps_shell::ShellPolicyConfig = toml::from_str(&format!(
+        "working_directory = \"{}\"\npreset = \"development\"\nallowed_commands = [\"sh\"]\n",
+        project.root.display()
+    ))
+    .expect("config");
+    let policy = config.build(Some(project.paths())).expect("policy");
+    let result = project.sh(
+        &policy,
+        "ls -A \"$HOME/.cargo\"; echo ---; \
+         echo planted > \"$HOME/.cargo/registry/planted-987658\" && echo wrote; echo ---; \
+         echo cfg > \"$HOME/.cargo/config.toml\" && echo config; echo ---; \
+         cat \"$HOME/.cargo/registry/planted-987658\"",
+    );
+    ok(&result);
+    let expected: Vec<&str> = ["git", "registry"]
+        .into_iter()
+        .filter(|d| home.join(".cargo").join(d).is_dir())
+        .collect();
+    let sections: Vec<&str> = result.stdout.split("---\n").collect();
+    let listed: Vec<&str> = sections.first().expect("listing").lines().collect();
+    assert_eq!(listed, expected, "{result:#?}");
+    let registry = home.join(".cargo/registry");
+    if registry.is_dir() {
+        assert_eq!(sections.get(1).copied(), Some("wrote\n"), "{result:#?}");
+        assert_eq!(sections.get(3).copied(), Some("planted\n"));
+    }
+    // The home itself is writable (and private).
+    assert_eq!(sections.get(2).copied(), Some("config\n"), "{result:#?}");
+    assert!(
+        !registry.join("planted-987658").exists(),
+        "a cache write landed"
+    );
+    // The host's cargo configuration, if it has one, is untouched.
+    assert_ne!(
+        std::fs::read_to_string(home.join(".cargo/config.toml"))
+            .ok()
+            .as_deref(),
+        Some("cfg\n")
+    );
+    assert!(result.changes.expect("changes").is_empty());
+}
