@@ -237,3 +237,76 @@ impl Entries for agentcaps_shell::Grammar {
             .any(|e| e == entry)
     }
 }
+
+/// A host extends git's table in its policy: a rule of the program table
+/// judges every argument unless scoped to git's own options, and rules for
+/// a shipped subcommand add to it (its grammar still refuses what it does
+/// not know).
+#[test]
+fn a_host_extends_git_subcommands_without_replacing_them() {
+    use agentcaps_shell::{ProgramRules, ShellPolicy};
+
+    let tree = Tree::new();
+    let host: ProgramRules = toml::from_str(
+        r#"
+        name = "git"
+        refuse = [
+            { option = "--no-verify", reason = "skips the hooks this host relies on (test rule)" },
+            { option = "-q", scope = "before-subcommand", reason = "is refused by this host (test rule)" },
+        ]
+        [[grammar.subcommands]]
+        name = "log"
+        refuse = [{ option = "--graph", reason = "is refused by this host (test rule)" }]
+        "#,
+    )
+    .expect("host rules parse");
+    let policy = ShellPolicy::read_only(&tree.root)
+        .allow_command("git")
+        .rules(host)
+        .build()
+        .expect("policy");
+    let argv = |words: &str| words.split(' ').map(str::to_owned).collect::<Vec<_>>();
+    for (words, expected) in [
+        ("git commit --no-verify -m x", Err("refused-option")),
+        ("git log --graph", Err("refused-option")),
+        ("git log --frobnicate", Err("unknown-option")),
+        ("git log --ext-diff -p", Err("refused-option")),
+        ("git log --oneline -5", Ok(())),
+        // `-q` is scoped to git's own options: `git log -q` is log's.
+        ("git log -q", Ok(())),
+    ] {
+        let got = decide(&policy, &argv(words));
+        assert_eq!(
+            got.as_ref().copied().map_err(String::as_str),
+            expected,
+            "{words}"
+        );
+    }
+}
+
+/// The same subcommand twice in one table is a configuration error, not a
+/// second table nobody reads.
+#[test]
+fn a_subcommand_listed_twice_is_a_config_error() {
+    use agentcaps_shell::{ProgramRules, ShellPolicy};
+
+    let tree = Tree::new();
+    let host: ProgramRules = toml::from_str(
+        r#"
+        name = "tool"
+        [[grammar.subcommands]]
+        name = "run"
+        refused = "runs programs (test rule)"
+        [[grammar.subcommands]]
+        name = "run"
+        "#,
+    )
+    .expect("host rules parse");
+    let err = ShellPolicy::read_only(&tree.root)
+        .allow_command("tool")
+        .rules(host)
+        .build()
+        .expect_err("refused");
+    assert_eq!(err.rule(), "config");
+    assert!(err.to_string().contains("listed twice"), "{err}");
+}
