@@ -964,6 +964,16 @@ fn subcommand_writes<'a>(
     match operands.get(from..) {
         Some(written) if !written.is_empty() => {
             for (i, operand) in written.iter().enumerate() {
+                if is_pattern(operand) {
+                    return Err(ShellError::RefusedOption {
+                        program: format!("{program} {name}"),
+                        argument: (*operand).to_owned(),
+                        option: format!("operand {}", from + i + 1),
+                        reason: "is a pathspec pattern: git writes every file it matches, which \
+                                 the command line does not name; name the files"
+                            .to_owned(),
+                    });
+                }
                 in_git_dir(operand, &format!("{cwd_spelling}/{operand}"), from + i)?;
             }
             out.operands.extend(written);
@@ -996,6 +1006,12 @@ fn subcommand_writes<'a>(
         },
     }
     Ok(out)
+}
+
+/// Whether git reads `operand` as a pathspec pattern rather than one name:
+/// glob characters, or `:` magic (`:(glob)…`, `:!x`, `:/x`).
+fn is_pattern(operand: &str) -> bool {
+    operand.starts_with(':') || operand.contains(['*', '?', '['])
 }
 
 /// Whether a component of `spelling` names a `.git` directory as git or

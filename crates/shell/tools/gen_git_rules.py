@@ -287,6 +287,11 @@ OVERRIDES = {
                '--not': 'flag', '--glob': 'value', '--since': 'value', '--max-count': 'value'},
     # `git --list-cmds` in the usage line is git's own option, not log's.
 }
+# Paths read from a file are written without the command line naming them.
+FROM_FILE = ('--pathspec-from-file', "reads the paths it writes from a file, so they are not judged; name them")
+for _sub in ('checkout', 'restore', 'rm', 'stash'):
+    REFUSE.setdefault(_sub, []).append(FROM_FILE)
+
 DIGITS = {'show', 'reflog'}
 # Subcommands that also take another's options: `git reflog show` is
 # `git log -g`.

@@ -92,6 +92,11 @@ fn refusal_messages() {
             CommandRequest::argv(["git", "clone", "sub", ".git/x"]),
         ),
         (
+            "git_pathspec_pattern",
+            "files",
+            CommandRequest::argv(["git", "checkout", "main", "--", "*.yml"]),
+        ),
+        (
             "git_clone_write",
             "files",
             CommandRequest::argv(["git", "clone", "sub", ".github/workflows"]),
