@@ -52,6 +52,16 @@ pub(crate) fn validate(
     fs: &dyn FileSystem,
     request: &CommandRequest,
 ) -> Result<ValidatedCommand, ShellError> {
+    validate_at(policy, fs, request, 0)
+}
+
+/// [`validate`], inside `depth` unwrapped shell `-c` strings.
+fn validate_at(
+    policy: &ShellPolicy,
+    fs: &dyn FileSystem,
+    request: &CommandRequest,
+    depth: usize,
+) -> Result<ValidatedCommand, ShellError> {
     // Borrowed until the command passes: a flood of arguments is refused
     // without copying it.
     let argv: Cow<'_, [String]> = match &request.command {
@@ -79,9 +89,18 @@ pub(crate) fn validate(
     }
 
     if let Some(inner) = shell_string(policy, &argv)? {
+        if depth >= MAX_LAUNCHER_DEPTH {
+            return Err(ShellError::Launcher {
+                program: identity(argv.first().map(String::as_str).unwrap_or_default()),
+                reason: format!(
+                    "`-c` strings nest more than {MAX_LAUNCHER_DEPTH} deep; give the inner \
+                     command directly"
+                ),
+            });
+        }
         let mut inner_request = request.clone();
         inner_request.command = Command::Argv(inner);
-        return validate(policy, fs, &inner_request);
+        return validate_at(policy, fs, &inner_request, depth + 1);
     }
 
     let when = Conditions {

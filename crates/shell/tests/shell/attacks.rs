@@ -240,3 +240,32 @@ fn every_refused_option_has_an_attack_row() {
         missing.join("\n")
     );
 }
+
+/// `-c` strings nested in `-c` strings are unwrapped a few levels deep,
+/// then refused: a deep nest is refused, not followed without end.
+#[test]
+fn nested_shell_strings_stop_at_a_depth() {
+    let tree = Tree::new();
+    let policy = tree.policy("unwrap");
+    let nest = |levels: usize| {
+        let mut argv = vec!["cat".to_owned(), "notes.txt".to_owned()];
+        for _ in 0..levels {
+            argv = vec![
+                "sh".to_owned(),
+                "-c".to_owned(),
+                agentcaps_shell::quote(&argv),
+            ];
+        }
+        argv
+    };
+    let shallow = policy.validate(&CommandRequest::argv(nest(3)));
+    assert_eq!(
+        shallow.map(|c| c.argv().to_vec()).ok(),
+        Some(vec!["cat".to_owned(), "notes.txt".to_owned()])
+    );
+    let deep = policy
+        .validate(&CommandRequest::argv(nest(6)))
+        .expect_err("six levels are refused");
+    assert_eq!(deep.rule(), "launcher");
+    assert!(deep.to_string().contains("nest more than"), "{deep}");
+}
