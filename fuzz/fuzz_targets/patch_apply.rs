@@ -103,7 +103,9 @@ fn tree(dir: &Path) -> BTreeMap<String, Entry> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(at) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&at) else { continue };
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
             let rel = path
@@ -111,7 +113,9 @@ fn tree(dir: &Path) -> BTreeMap<String, Entry> {
                 .unwrap_or(&path)
                 .to_string_lossy()
                 .into_owned();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
             let kind = if meta.file_type().is_symlink() {
                 Entry::Link(std::fs::read_link(&path).unwrap_or_default())
             } else if meta.is_dir() {
@@ -127,8 +131,12 @@ fn tree(dir: &Path) -> BTreeMap<String, Entry> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&options, text)) = data.split_first() else { return };
-    let Ok(text) = std::str::from_utf8(text) else { return };
+    let Some((&options, text)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(text) else {
+        return;
+    };
     let fixture = fixture();
     reset(&fixture.root);
     let before = tree(&fixture.root);

@@ -8,13 +8,22 @@ use agentcaps_patch::Patch;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(body) = std::str::from_utf8(data) else { return };
-    for text in [format!("*** Begin Patch\n{body}\n*** End Patch\n"), format!("*** Begin Patch\n{body}")] {
-        let Ok(patch) = Patch::parse(&text) else { continue };
+    let Ok(body) = std::str::from_utf8(data) else {
+        return;
+    };
+    for text in [
+        format!("*** Begin Patch\n{body}\n*** End Patch\n"),
+        format!("*** Begin Patch\n{body}"),
+    ] {
+        let Ok(patch) = Patch::parse(&text) else {
+            continue;
+        };
         let printed = patch.to_string();
         let again = match Patch::parse(&printed) {
             Ok(p) => p,
-            Err(e) => panic!("printed patch does not parse: {e}\n--- input\n{text}\n--- printed\n{printed}"),
+            Err(e) => panic!(
+                "printed patch does not parse: {e}\n--- input\n{text}\n--- printed\n{printed}"
+            ),
         };
         assert_eq!(again, patch, "parse(print(p)) != p\n--- printed\n{printed}");
         assert_eq!(again.to_string(), printed, "print is not stable");

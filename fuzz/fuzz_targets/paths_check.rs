@@ -86,23 +86,40 @@ fuzz_target!(|data: &[u8]| {
     let fs = &world.trees[usize::from(selector) % world.trees.len()];
     let policy = &world.policies[usize::from(selector / 3) % world.policies.len()];
     let access = [Access::Read, Access::Write, Access::List][usize::from(selector / 12) % 3];
-    let base = if selector & 0x80 == 0 { "/r" } else { "/r/sub/deep" };
+    let base = if selector & 0x80 == 0 {
+        "/r"
+    } else {
+        "/r/sub/deep"
+    };
 
     let _ = check_portable_name(spelling);
     let bound = policy.cost_upper_bound(spelling);
     fs.reset_lookups();
     let first = policy.check_on(fs, Path::new(base), spelling, access);
     let made = fs.lookups();
-    assert!(made <= bound, "{spelling:?}: {made} lookups > bound {bound}");
+    assert!(
+        made <= bound,
+        "{spelling:?}: {made} lookups > bound {bound}"
+    );
     if let Ok(checked) = &first {
         assert_eq!(checked.lookups(), made, "{spelling:?}: reported lookups");
         let folds = policy.case_insensitive().applies();
         for location in [checked.lexical(), checked.location(), checked.windows()] {
             let text = location.to_string_lossy();
-            let text = if folds { text.to_lowercase() } else { text.into_owned() };
+            let text = if folds {
+                text.to_lowercase()
+            } else {
+                text.into_owned()
+            };
             let location = Path::new(&text);
-            assert!(location.starts_with("/r"), "{spelling:?}: allowed at {location:?}");
-            assert!(!location.starts_with("/r/secret"), "{spelling:?}: blocked {location:?}");
+            assert!(
+                location.starts_with("/r"),
+                "{spelling:?}: allowed at {location:?}"
+            );
+            assert!(
+                !location.starts_with("/r/secret"),
+                "{spelling:?}: blocked {location:?}"
+            );
             assert!(!location.starts_with("/proc"), "{spelling:?}: {location:?}");
         }
     }

@@ -17,7 +17,11 @@ fuzz_target!(|data: &[u8]| {
         "split is not deterministic"
     );
     if let Ok(argv) = first {
-        assert_eq!(split(&quote(&argv)).ok(), Some(argv), "quote then split changed argv");
+        assert_eq!(
+            split(&quote(&argv)).ok(),
+            Some(argv),
+            "quote then split changed argv"
+        );
     }
     // Treat the input as an argv too (NUL-separated): quoting round-trips.
     let argv: Vec<&str> = line.split('\0').collect();

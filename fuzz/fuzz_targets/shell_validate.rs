@@ -134,8 +134,7 @@ fn holds_refused_by(
             .any(|e| e.strip_prefix("--") == Some(name))
     };
     for rule in refuse {
-        if rule.when == When::Windows
-            || (after_subcommand && rule.scope == Scope::BeforeSubcommand)
+        if rule.when == When::Windows || (after_subcommand && rule.scope == Scope::BeforeSubcommand)
         {
             continue;
         }
@@ -305,9 +304,18 @@ fn holds_after_subcommand(rules: &ProgramRules, args: &[String]) -> Option<Strin
     let rest = args.get(at + 1..).unwrap_or_default();
     let inner = sub.grammar.as_deref();
     for arg in rest {
-        let hit = holds_refused_by(&sub.refuse, inner, &[], false, true, arg, false).or_else(|| {
-            holds_refused_by(&rules.refuse, inner, &rules.text_value, false, true, arg, false)
-        });
+        let hit =
+            holds_refused_by(&sub.refuse, inner, &[], false, true, arg, false).or_else(|| {
+                holds_refused_by(
+                    &rules.refuse,
+                    inner,
+                    &rules.text_value,
+                    false,
+                    true,
+                    arg,
+                    false,
+                )
+            });
         if hit.is_some() {
             return hit;
         }

@@ -50,7 +50,11 @@ fuzz_target!(|data: &[u8]| {
         .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(rest).into_owned()));
     match setup.runtime.block_on(setup.toolbox.call(name, arguments)) {
         Ok(output) => {
-            assert!(output.structured.is_object(), "{name}: {}", output.structured);
+            assert!(
+                output.structured.is_object(),
+                "{name}: {}",
+                output.structured
+            );
         }
         Err(error) => {
             let text = error.to_model_text();

@@ -23,16 +23,21 @@ const PUBLISHED: &[&str] = &[
     "agentcaps-tools",
 ];
 
-/// The fuzz targets in `fuzz/Cargo.toml`.
-const FUZZ_TARGETS: &[&str] = &[
-    "paths_check",
-    "shell_tokenize",
-    "shell_validate",
-    "shell_grammar",
-    "egress_url",
-    "patch_unified",
-    "patch_envelope",
-];
+/// The fuzz targets: every `[[bin]]` of `fuzz/Cargo.toml`, read from the
+/// manifest so the list cannot drift from it.
+fn fuzz_targets(manifest: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut in_bin = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_bin = line == "[[bin]]";
+        } else if let Some(value) = line.strip_prefix("name").filter(|_| in_bin) {
+            let name = value.trim_start().trim_start_matches('=').trim();
+            targets.push(name.trim_matches('"').to_string());
+        }
+    }
+    targets
+}
 
 fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
@@ -148,7 +153,14 @@ fn fuzz(args: &[String]) -> bool {
         }
     }
     if targets.is_empty() {
-        targets = FUZZ_TARGETS.iter().map(|t| t.to_string()).collect();
+        let manifest = workspace_root().join("fuzz").join("Cargo.toml");
+        match std::fs::read_to_string(&manifest) {
+            Ok(text) => targets = fuzz_targets(&text),
+            Err(e) => {
+                eprintln!("xtask fuzz: cannot read {}: {e}", manifest.display());
+                return false;
+            }
+        }
     }
     let have_fuzz = Command::new("cargo")
         .args(["fuzz", "--version"])
@@ -185,5 +197,29 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file in `fuzz/fuzz_targets` is a target the xtask runs.
+    #[test]
+    fn every_fuzz_target_file_is_listed() {
+        let root = workspace_root().join("fuzz");
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+        let mut listed = fuzz_targets(&manifest);
+        listed.sort();
+        let mut files: Vec<String> = std::fs::read_dir(root.join("fuzz_targets"))
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".rs").map(str::to_string)
+            })
+            .collect();
+        files.sort();
+        assert!(!files.is_empty());
+        assert_eq!(listed, files);
     }
 }
