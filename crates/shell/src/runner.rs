@@ -396,7 +396,7 @@ fn seatbelt_result(
 
 /// Pipes for the output, stdin piped (when given) or closed, killed when
 /// dropped, in a new process group on Unix (on Windows the Job object of
-/// [`ProcessTree::spawn`] plays that part).
+/// `ProcessTree::spawn` plays that part).
 pub(crate) fn prepare(cmd: &mut tokio::process::Command, stdin: bool) {
     cmd.stdin(if stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
