@@ -109,6 +109,18 @@ fn without_a_view_the_proxy_port_is_the_only_tcp_way_out_and_the_result_says_par
         "{reason}"
     );
     assert!(reason.contains("UDP is not restricted"), "{reason}");
+    // `check shell` says the same before anything runs.
+    let shell = policy.shell_policy().expect("shell policy");
+    let command = shell
+        .validate(&CommandRequest::argv(["curl", &allowed]))
+        .expect("valid command");
+    let (planned, why) = shell.planned_enforcement(&command);
+    assert!(planned.to_string().starts_with("partial"), "{planned}");
+    let why = why.unwrap_or_default();
+    assert!(
+        why.contains("a free port of 127.0.0.1") && why.contains("any host on that port"),
+        "{why}"
+    );
     let connections = through.connections.expect("connections listed");
     assert_eq!(connections.len(), 1, "{connections:?}");
     assert_eq!(connections[0].decision, "allow");

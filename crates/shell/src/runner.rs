@@ -152,7 +152,13 @@ impl ShellPolicy {
             );
         }
         let rules = self.kernel_rules(command);
-        match kernel::would_enforce(&rules) {
+        let planned = kernel::would_enforce(&rules);
+        let reason = if self.proxy.is_some() && !self.allow_network {
+            format!("{reason}; {}", proxy_caveat(None, planned))
+        } else {
+            reason
+        };
+        match planned {
             Enforcement::None => (
                 Enforcement::None,
                 Some(format!("no kernel confinement: {reason}")),
@@ -259,7 +265,7 @@ impl ShellPolicy {
         .await
         .map_err(spawn_error)?;
         let reason = match &proxy {
-            Some((port, _)) => format!("{reason}; {}", proxy_caveat(*port, landlock)),
+            Some((port, _)) => format!("{reason}; {}", proxy_caveat(Some(*port), landlock)),
             None => reason,
         };
         if seatbelt.is_some() {
@@ -337,20 +343,28 @@ impl ShellPolicy {
 }
 
 /// What Landlock alone does for a command whose network is the proxy on
-/// `127.0.0.1:port`, at the level it reached.
-fn proxy_caveat(port: u16, landlock: Enforcement) -> String {
+/// `127.0.0.1:port` (`None`: a port not chosen yet), at the level it
+/// reached.
+fn proxy_caveat(port: Option<u16>, landlock: Enforcement) -> String {
     let abi = match landlock {
         Enforcement::Full => kernel::kernel_abi(),
         Enforcement::Partial { abi } => abi,
         Enforcement::None => 0,
     };
+    let (at, that) = match port {
+        Some(port) => (format!("127.0.0.1:{port}"), format!("port {port}")),
+        None => (
+            "a free port of 127.0.0.1".to_owned(),
+            "that port".to_owned(),
+        ),
+    };
     if abi >= 4 {
         format!(
-            "the network is the proxy on 127.0.0.1:{port}, held by Landlock alone: TCP connects only to port {port}, but to any host on that port, and UDP is not restricted"
+            "the network is the proxy on {at}, held by Landlock alone: TCP connects only to {that}, but to any host on that port, and UDP is not restricted"
         )
     } else {
         format!(
-            "the network should be the proxy on 127.0.0.1:{port}, but this kernel's Landlock (ABI {abi}) cannot restrict TCP: the command can reach the host's network directly"
+            "the network should be the proxy on {at}, but this kernel's Landlock (ABI {abi}) cannot restrict TCP: the command can reach the host's network directly"
         )
     }
 }
