@@ -194,6 +194,13 @@ fn check_shell_reports_the_kernel_enforcement_that_run_achieves() {
         "the prediction does not follow the kernel's ABI"
     );
     let ran = ask(&["run"]);
+    // The output is the result's, once; the reason is a sentence about the run.
+    assert_eq!(ran["result"]["stdout"], "hi\n", "{ran}");
+    let reason = ran["reason"].as_str().unwrap_or_default();
+    assert!(
+        !reason.contains("hi"),
+        "the reason repeats the output: {ran}"
+    );
     assert!(
         ran.to_string()
             .contains(&format!("\"enforced\":\"{predicted}\"")),

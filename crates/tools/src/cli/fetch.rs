@@ -68,7 +68,8 @@ fn fetch_inner(args: &FetchArgs) -> Result<Outcome, Outcome> {
                 "agentcaps: the deadline (timeout_ms) hit while reading the body; what arrived is shown"
             );
         }
-        Ok(Outcome::allowed(body.text.clone())
+        Ok(Outcome::allowed(format!("fetched {final_url}: HTTP status {status}"))
+            .text(body.text.clone())
             .with("status", json!(status))
             .with("headers", json!(headers))
             .with("body", json!(body.text))

@@ -76,7 +76,8 @@ pub(crate) fn run(args: &ShellArgs) -> Outcome {
                 text.pop();
             }
             let value = serde_json::to_value(&result).unwrap_or_default();
-            Outcome::allowed(text)
+            Outcome::allowed("the command ran; its output is in `result`")
+                .text(text)
                 .with("result", value)
                 .with("ran", json!(true))
         }
