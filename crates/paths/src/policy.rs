@@ -523,6 +523,17 @@ impl PathPolicy {
             .map(|_| ())
     }
 
+    /// The blocked entry (root or glob) that matches the absolute
+    /// `location` by its path alone, wherever it lies — inside a root or
+    /// not — with no lookup; `None` when nothing blocks it (or `location`
+    /// is relative). For a caller that shows a directory outside the
+    /// roots (the shell's view holds a tool's installation read-only) and
+    /// hides what the policy blocks there.
+    pub fn blocked_entry(&self, location: &Path) -> Option<&str> {
+        let located = Location::from_absolute(location)?;
+        self.inner.rules.blocked_entry(&located)
+    }
+
     /// Judge a location that an operation creates as spelled (no lookups):
     /// where a moved directory's contents land.
     pub(crate) fn judge_created(&self, spelling: &str, location: &Path) -> Result<(), PathError> {

@@ -264,6 +264,15 @@ impl Rules {
         protected
     }
 
+    /// The blocked entry (not a write-protected one) that matches
+    /// `location` for reading, wherever it lies.
+    pub(crate) fn blocked_entry(&self, location: &Location) -> Option<&str> {
+        match self.blocking_entry(location, Access::Read)? {
+            (entry, EntryKind::Blocked) => Some(entry),
+            (_, EntryKind::WriteProtected) => None,
+        }
+    }
+
     /// A link about to be followed inside a blocked entry (`/proc/self/root`,
     /// `/proc/self/fd/N`): its target is not what `readlink` says, so the
     /// spelling is refused wherever it would land.

@@ -174,3 +174,48 @@ fn loosenings_list_what_a_policy_weakened() {
         .unwrap();
     assert_eq!(in_code.loosenings().len(), 1);
 }
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "a root without a drive is on the current drive on Windows (`Z:` under Wine)"
+)]
+fn blocked_entry_names_what_blocks_a_location_outside_the_roots_too() {
+    let policy = PathPolicy::builder()
+        .allow("/srv/app")
+        .block("/opt/tool/secret")
+        .block("**/credentials.toml")
+        .build()
+        .unwrap();
+    // Outside every root: judge_location refuses it as outside, while
+    // blocked_entry still names the entry that blocks it.
+    assert!(
+        policy
+            .judge_location(Path::new("/opt/tool/.env"), Access::Read)
+            .is_err()
+    );
+    for (location, entry) in [
+        ("/opt/tool/.env", Some("**/.env*")),
+        ("/opt/tool/env", None),
+        ("/opt/tool/.ssh", Some("**/.ssh/**")),
+        ("/opt/tool/.ssh/id_ed25519", Some("**/.ssh/**")),
+        (
+            "/usr/local/cargo/credentials.toml",
+            Some("**/credentials.toml"),
+        ),
+        ("/opt/tool/secret", Some("/opt/tool/secret")),
+        ("/opt/tool/secret/inner", Some("/opt/tool/secret")),
+        ("/opt/tool/secretive", None),
+        ("/srv/app/key.pem", Some("**/*.pem")),
+        // Write-protected only: not blocked for reading.
+        ("/opt/tool/.npmrc", None),
+        ("/opt/tool/bin/tool", None),
+        ("relative/.env", None),
+    ] {
+        assert_eq!(
+            policy.blocked_entry(Path::new(location)),
+            entry,
+            "{location}"
+        );
+    }
+}

@@ -61,6 +61,23 @@
 //!   even where it is blocked, because git must read it; what a command
 //!   writes there is judged like any other write (and refused where `.git`
 //!   is blocked).
+//! - **Credentials in the runtime are hidden**: what the view holds
+//!   read-only outside the roots can hold registry tokens (cargo's
+//!   `credentials.toml` in a `CARGO_HOME` of `/usr/local/cargo`, an
+//!   `.npmrc` at the top of `~/.nvm`). Each of these that exists reads as
+//!   an empty file (or directory): `credentials` and `credentials.toml` of
+//!   `/usr/local/cargo` and of the `CARGO_HOME` the command or the runner
+//!   has; the files `NPM_CONFIG_USERCONFIG`, `NPM_CONFIG_GLOBALCONFIG`,
+//!   `NETRC`, `PIP_CONFIG_FILE` and `DOCKER_CONFIG`'s `config.json` name;
+//!   at the top of each tool installation and cache directory held whole,
+//!   `.npmrc`, `.yarnrc`, `.yarnrc.yml`, `.pypirc`, `pip.conf`, `.netrc`,
+//!   `.git-credentials`, `credentials`, `credentials.toml`,
+//!   `.docker/config.json` and every entry the path policy blocks (`.env`,
+//!   `.ssh`, `*.pem`); and npm's global `npmrc` (`/usr/local/etc`,
+//!   `/usr/etc`, an installation's `etc/`) when it names a token or
+//!   password. Only these spots are looked at (a few `stat` calls per run,
+//!   never a walk of `/usr`): a credentials file elsewhere in the runtime
+//!   stays readable — keep none there.
 //! - **Judged write-back**: when the command ends (exit, signal or
 //!   timeout), every change it made in a writable root is judged as a write
 //!   through the path policy — protected persistence files (`.git/hooks`,

@@ -30,6 +30,8 @@
 //! view, and the view's first process relays `127.0.0.1:3128` to it.
 
 #[cfg(all(feature = "landlock", target_os = "linux"))]
+mod credentials;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 mod helper;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod plan;

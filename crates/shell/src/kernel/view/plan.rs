@@ -1,14 +1,17 @@
 //! Planning one command's view: the runtime it needs (read-only), the
 //! private `/dev`, `/proc` and `/tmp`, every root of the path policy (its
-//! blocked entries masked, a writable one over a staging layer), and the
-//! Landlock grants inside.
+//! blocked entries masked, a writable one over a staging layer), the tool
+//! installations (the credential files in them and in the runtime
+//! hidden), and the Landlock grants inside.
 
+use std::fs::Permissions;
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathPolicy};
 
+use super::credentials::{Held, Hidden, to_hide};
 use super::spec::{Mount, Relay, ViewSpec};
 use super::staging::Staging;
 use crate::kernel::program::program_dirs;
@@ -155,6 +158,8 @@ pub(crate) fn plan(
         }
     }
     let mut walked = 0usize;
+    // The caches and tool installations the view holds whole.
+    let mut whole: Vec<PathBuf> = Vec::new();
     for (index, (root, writable)) in roots.iter().enumerate() {
         check_root(root, dir)?;
         let masks_dir = dir.join("masks").join(index.to_string());
@@ -217,6 +222,7 @@ pub(crate) fn plan(
             std::fs::set_permissions(&upper, meta.permissions()).map_err(|e| e.to_string())?;
         }
         landlock_write.push(cache.clone());
+        whole.push(cache.clone());
         // Not a layer: nothing written here is ever judged or committed.
         mounts.push(Mount::Overlay {
             target: cache.clone(),
@@ -230,8 +236,10 @@ pub(crate) fn plan(
         {
             landlock_read.push(install.clone());
             mounts.push(bind(&install, false));
+            whole.push(install);
         }
     }
+    hide_credentials(policy, &whole, &roots, request.env, dir, &mut mounts)?;
     let relay = request.proxy_socket.map(|socket| {
         mounts.push(Mount::Bind {
             source: socket.to_path_buf(),
@@ -261,6 +269,39 @@ pub(crate) fn plan(
         },
         layers,
     })
+}
+
+/// Hides the credential files in what the view holds read-only outside
+/// the roots (see [`credentials`](super::credentials)): each under an
+/// empty, read-only file or directory of the staging directory `dir`,
+/// mounted after what holds it.
+fn hide_credentials(
+    policy: &PathPolicy,
+    whole: &[PathBuf],
+    roots: &[(PathBuf, bool)],
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+    dir: &Path,
+    mounts: &mut Vec<Mount>,
+) -> Result<(), String> {
+    let held = Held { whole, roots, env };
+    let hidden = to_hide(policy, &held);
+    if hidden.is_empty() {
+        return Ok(());
+    }
+    let empty_file = dir.join("hidden-file");
+    let empty_dir = dir.join("hidden-dir");
+    let made = std::fs::write(&empty_file, b"")
+        .and_then(|()| std::fs::set_permissions(&empty_file, Permissions::from_mode(0o444)))
+        .and_then(|()| std::fs::DirBuilder::new().mode(0o555).create(&empty_dir));
+    made.map_err(|e| format!("the empty stand-ins for credential files: {e}"))?;
+    for Hidden { at, dir: is_dir } in hidden {
+        mounts.push(Mount::Bind {
+            source: if is_dir { &empty_dir } else { &empty_file }.clone(),
+            target: at,
+            writable: false,
+        });
+    }
+    Ok(())
 }
 
 /// A home directory the view replaces with a private, empty one.
@@ -481,7 +522,8 @@ fn mask(root: &Path, masks: &Path, rel: &Path, dir: bool) -> io::Result<()> {
 /// program under a per-user tool directory (`~/.pyenv`, `~/.nvm`), that
 /// directory (for `~/.cargo`, only `~/.cargo/bin` — the rest holds
 /// credentials — and the `~/.rustup` beside it); for one in a `bin`
-/// directory outside the system's, the directory above it (`/opt/node`);
+/// directory outside the system's, the directory above it (`/opt/node`;
+/// never `/tmp`, `/home`, `/var` and the like, nor a home);
 /// and the program's, loader's and interpreter's directories.
 pub(crate) fn install_dirs(program: &Path) -> Vec<PathBuf> {
     let mut dirs = program_dirs(program);
@@ -507,8 +549,11 @@ fn is_home(dir: &Path) -> bool {
 
 fn tool_dir(program: &Path) -> Option<Vec<PathBuf>> {
     for ancestor in program.ancestors().skip(1) {
-        let name = ancestor.file_name()?.to_str()?;
-        let parent = ancestor.parent()?;
+        let (Some(name), Some(parent)) = (ancestor.file_name(), ancestor.parent()) else {
+            // `/`: no home's tool directory holds the program.
+            break;
+        };
+        let name = name.to_str()?;
         if name.starts_with('.') && is_home(parent) {
             if name == ".cargo" {
                 let mut dirs = vec![ancestor.join("bin")];
@@ -525,7 +570,12 @@ fn tool_dir(program: &Path) -> Option<Vec<PathBuf>> {
     if dir.file_name()? == "bin" {
         let above = dir.parent()?;
         let system = ["/usr", "/bin", "/sbin", "/lib", "/usr/local"];
-        if above != Path::new("/")
+        // Directories the view builds or hides whole are never bound from
+        // the host (`/tmp/bin/x` must not bring the host's `/tmp`).
+        let shared = [
+            "/", "/tmp", "/home", "/root", "/proc", "/dev", "/sys", "/etc", "/run", "/var",
+        ];
+        if !shared.iter().any(|s| above == Path::new(s))
             && !is_home(above)
             && !system.iter().any(|s| above.starts_with(s))
         {
@@ -533,4 +583,31 @@ fn tool_dir(program: &Path) -> Option<Vec<PathBuf>> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_dir_is_the_home_tool_directory_or_the_one_above_bin() {
+        let cases: [(&str, Option<Vec<&str>>); 9] = [
+            ("/opt/node/bin/node", Some(vec!["/opt/node"])),
+            ("/tmp/bin/prog", None),
+            ("/home/bin/prog", None),
+            ("/var/bin/prog", None),
+            ("/srv/x/opt/tool/bin/prog", Some(vec!["/srv/x/opt/tool"])),
+            (
+                "/home/u/.nvm/versions/node/bin/node",
+                Some(vec!["/home/u/.nvm"]),
+            ),
+            ("/usr/local/bin/node", None),
+            ("/bin/prog", None),
+            ("/home/u/bin/prog", None),
+        ];
+        for (program, expected) in cases {
+            let expected = expected.map(|v| v.into_iter().map(PathBuf::from).collect::<Vec<_>>());
+            assert_eq!(tool_dir(Path::new(program)), expected, "{program}");
+        }
+    }
 }
