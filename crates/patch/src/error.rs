@@ -188,8 +188,9 @@ pub enum Bound {
     Hunks,
     /// `max_target_bytes` (a file before or after the patch).
     TargetBytes,
-    /// The line comparisons spent locating hunks (a fixed limit, not
-    /// configurable: it only stops pathological searches).
+    /// The comparison work spent locating hunks ([`crate::MAX_MATCH_WORK`]
+    /// units: one per line compared, one more per 64 bytes; a fixed limit,
+    /// not configurable: it only stops pathological searches).
     MatchWork,
 }
 
@@ -200,7 +201,9 @@ impl Bound {
             Bound::PatchBytes | Bound::TargetBytes => "bytes",
             Bound::Files => "files",
             Bound::Hunks => "hunks",
-            Bound::MatchWork => "line comparisons",
+            Bound::MatchWork => {
+                "units of comparison work (one per line compared, one more per 64 bytes)"
+            }
         }
     }
 

@@ -90,12 +90,27 @@ fn line_eq(level: Level, file: &[u8], patch: &[u8]) -> bool {
     }
 }
 
-/// Most line comparisons one patch may spend locating its hunks. Normal
-/// patches spend a few per hunk line; this stops a file of repeated lines
-/// and a long hunk from turning the search quadratic (a slow death).
-pub(crate) const MAX_MATCH_WORK: u64 = 50_000_000;
+/// Most comparison work one patch may spend locating its hunks, in units:
+/// one per line compared and one more per 64 bytes compared. Normal patches
+/// spend a few units per hunk line; this stops a file of repeated (or long,
+/// equal) lines and a long hunk from turning the search quadratic (a slow
+/// death): the search stops within about a second.
+pub const MAX_MATCH_WORK: u64 = 50_000_000;
 
-/// The line comparisons a patch has left, shared by the threads that plan
+/// The work units of comparing lines `a` and `b` at `level`: slices of
+/// different lengths differ at once; equal lengths are compared byte by
+/// byte; folding reads both whole.
+fn cost(level: Level, a: &[u8], b: &[u8]) -> u64 {
+    let bytes = match level {
+        Level::Exact if a.len() != b.len() => 0,
+        Level::Exact => a.len(),
+        Level::TrailingWhitespace => a.len().min(b.len()),
+        Level::Lenient => a.len() + b.len(),
+    };
+    1 + (bytes / 64) as u64
+}
+
+/// The comparison work a patch has left, shared by the threads that plan
 /// its files.
 pub(crate) struct Budget(AtomicU64);
 
@@ -119,11 +134,13 @@ impl Budget {
 /// How many comparisons a [`Work`] takes from the [`Budget`] at a time.
 const DRAW: u64 = 4096;
 
-/// One file's comparisons, drawn from the patch's [`Budget`] a few
-/// thousand at a time (what is left goes back when it is dropped).
+/// One file's comparison work, drawn from the patch's [`Budget`] a few
+/// thousand units at a time (what is left goes back when it is dropped).
 pub(crate) struct Work<'b> {
     budget: &'b Budget,
     purse: Cell<u64>,
+    /// A spend found the budget empty.
+    ran_out: Cell<bool>,
 }
 
 impl<'b> Work<'b> {
@@ -131,21 +148,28 @@ impl<'b> Work<'b> {
         Work {
             budget,
             purse: Cell::new(0),
+            ran_out: Cell::new(false),
         }
     }
-    fn spend(&self) -> bool {
+
+    /// Spends `units`; `false` (and nothing spent) when the budget cannot
+    /// pay them.
+    fn spend(&self, units: u64) -> bool {
         let mut left = self.purse.get();
-        if left == 0 {
-            left = self.budget.take(DRAW);
-            if left == 0 {
+        if left < units {
+            left += self.budget.take(DRAW.max(units - left));
+            if left < units {
+                self.purse.set(left);
+                self.ran_out.set(true);
                 return false;
             }
         }
-        self.purse.set(left - 1);
+        self.purse.set(left - units);
         true
     }
+
     fn exhausted(&self) -> bool {
-        self.purse.get() == 0 && self.budget.0.load(Ordering::Relaxed) == 0
+        self.ran_out.get()
     }
 }
 
@@ -166,10 +190,10 @@ impl Needle<'_> {
         if pos + self.lines.len() > text.len() {
             return false;
         }
-        self.lines
-            .iter()
-            .enumerate()
-            .all(|(j, want)| self.work.spend() && line_eq(level, text.content(pos + j), want))
+        self.lines.iter().enumerate().all(|(j, want)| {
+            let line = text.content(pos + j);
+            self.work.spend(cost(level, line, want)) && line_eq(level, line, want)
+        })
     }
 }
 
@@ -265,15 +289,21 @@ fn closest(
         .map(|l| trim(l))
         .collect();
     let mut best: Option<(usize, usize)> = None; // (score, pos)
-    for pos in cursor..text.len() {
-        if !needle.work.spend() {
-            break;
+    'positions: for pos in cursor..text.len() {
+        let mut score = 0;
+        for (j, w) in want.iter().enumerate() {
+            if pos + j >= text.len() {
+                break;
+            }
+            let line = text.content(pos + j);
+            // Trimming reads the line: charged as folding is.
+            if !needle.work.spend(cost(Level::Lenient, line, b"")) {
+                break 'positions;
+            }
+            if trim(line) == *w {
+                score += 1;
+            }
         }
-        let score = want
-            .iter()
-            .enumerate()
-            .filter(|(j, w)| pos + j < text.len() && trim(text.content(pos + j)) == **w)
-            .count();
         let better = match best {
             None => score > 0,
             Some((s, p)) => {
@@ -509,7 +539,7 @@ mod tests {
 
     fn spend_all(work: &Work<'_>) -> u64 {
         let mut spent = 0;
-        while work.spend() {
+        while work.spend(1) {
             spent += 1;
         }
         spent
@@ -520,7 +550,7 @@ mod tests {
         let budget = Budget::new(10_000);
         let a = Work::new(&budget);
         for _ in 0..5000 {
-            assert!(a.spend());
+            assert!(a.spend(1));
         }
         let b = Work::new(&budget);
         let by_b = spend_all(&b);
@@ -530,6 +560,24 @@ mod tests {
         let by_c = spend_all(&c);
         assert_eq!(5000 + by_b + by_c, 10_000);
         assert!(b.exhausted() && c.exhausted());
+    }
+
+    #[test]
+    fn long_equal_lines_cost_by_their_bytes() {
+        let long = [b'a'; 640];
+        assert_eq!(cost(Level::Exact, &long, &long), 11);
+        // Different lengths differ at once.
+        assert_eq!(cost(Level::Exact, &long, &long[1..]), 1);
+        assert_eq!(cost(Level::TrailingWhitespace, &long, &long[1..]), 10);
+        assert_eq!(cost(Level::Lenient, &long, &long), 21);
+        // A spend larger than the purse draws what it needs, or fails
+        // whole.
+        let budget = Budget::new(100);
+        let work = Work::new(&budget);
+        assert!(work.spend(60));
+        assert!(!work.spend(60));
+        assert!(work.exhausted());
+        assert!(work.spend(40));
     }
 
     #[test]

@@ -101,6 +101,7 @@ use agentcaps_paths::{PathError, PathPolicy, RealFs};
 
 pub use config::PatchPolicyConfig;
 pub use error::{Bound, Candidate, Malformed, PatchError, StateCheck, UnsafePath, Unsupported};
+pub use hunk::MAX_MATCH_WORK;
 pub use model::{Format, Patch};
 pub use report::{ApplyReport, Concession, FileAction, FileReport, HunkReport};
 

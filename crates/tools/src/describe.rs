@@ -211,11 +211,12 @@ impl Descriptions {
 
     pub(crate) fn apply_patch(&self) -> String {
         format!(
-            "Apply a unified diff or a `*** Begin Patch` envelope atomically: every file applies or none changes. Hunks are located by their context; ambiguous contexts are refused. Use dry_run to preview. Limits: the patch at most {} bytes, {} files and {} hunks; each file at most {} bytes. Relative paths are relative to {}. {}",
+            "Apply a unified diff or a `*** Begin Patch` envelope atomically: every file applies or none changes. Hunks are located by their context; ambiguous contexts are refused. Use dry_run to preview. Limits: the patch at most {} bytes, {} files and {} hunks; each file at most {} bytes; locating the hunks at most {} units of comparison work (one per line compared, one more per 64 bytes: context that matches almost everywhere is refused, so give distinctive context). Relative paths are relative to {}. {}",
             self.patch.max_patch_bytes,
             self.patch.max_files,
             self.patch.max_hunks,
             self.patch.max_target_bytes,
+            agentcaps::patch::MAX_MATCH_WORK,
             self.base,
             self.files
         )
