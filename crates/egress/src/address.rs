@@ -5,7 +5,7 @@
 //! (`Ipv6Addr::is_loopback` is false for `::ffff:127.0.0.1`): every range
 //! is spelled out below and matched by prefix.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use ipnet::IpNet;
 
@@ -172,6 +172,22 @@ pub(crate) fn denoted(addr: IpAddr, nat64: bool) -> IpAddr {
     match addr {
         IpAddr::V6(v6) => embedded_v4(v6, nat64).map_or(addr, IpAddr::V4),
         IpAddr::V4(_) => addr,
+    }
+}
+
+/// Where a judged address is dialled: an IPv4-mapped address
+/// (`::ffff:a.b.c.d`) is dialled as the IPv4 address it maps. It is the same
+/// host, already judged as that IPv4 address; dialling it as IPv4 also
+/// reaches it where IPv6 sockets are IPv6-only by default (Windows). Other
+/// spellings (IPv4-compatible, NAT64) are dialled as they are: they are
+/// other IPv6 destinations.
+pub(crate) fn dial_address(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(v6) => v6
+            .ip()
+            .to_ipv4_mapped()
+            .map_or(addr, |v4| SocketAddr::new(IpAddr::V4(v4), v6.port())),
+        SocketAddr::V4(_) => addr,
     }
 }
 
@@ -347,6 +363,24 @@ fn parse_if_inet6(text: &str) -> Vec<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_mapped_address_is_dialled_as_ipv4() {
+        let dial = |s: &str| dial_address(s.parse().unwrap()).to_string();
+        assert_eq!(dial("[::ffff:127.0.0.1]:80"), "127.0.0.1:80");
+        assert_eq!(dial("[::ffff:8.8.8.8]:443"), "8.8.8.8:443");
+        // Compatible and NAT64 spellings, and plain IPv6, stay IPv6.
+        for same in [
+            "[::127.0.0.1]:80",
+            "[64:ff9b::808:808]:80",
+            "[::1]:80",
+            "[2001:db8::1]:80",
+            "10.0.0.1:80",
+        ] {
+            let addr: SocketAddr = same.parse().unwrap();
+            assert_eq!(dial_address(addr), addr, "{same}");
+        }
+    }
 
     #[test]
     fn fib_trie_local_routes_are_read() {

@@ -148,7 +148,7 @@ impl Connector {
     }
 
     async fn connect_inner(&self, key: &PoolKey) -> Result<Sender, EgressError> {
-        let tcp = TcpStream::connect(key.addr)
+        let tcp = TcpStream::connect(crate::address::dial_address(key.addr))
             .await
             .map_err(|e| EgressError::Connect {
                 host: key.host.clone(),

@@ -310,7 +310,7 @@ async fn dial(
     let attempt = async {
         let mut last = None;
         for addr in addrs {
-            match TcpStream::connect(addr).await {
+            match TcpStream::connect(crate::address::dial_address(*addr)).await {
                 Ok(stream) => {
                     let _ = stream.set_nodelay(true);
                     return Ok((stream, *addr));
