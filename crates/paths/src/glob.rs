@@ -12,6 +12,11 @@
 /// Whether a blocked entry is a glob rather than a path: it contains a glob
 /// metacharacter or starts with `**`.
 pub(crate) fn is_glob(entry: &str) -> bool {
+    // On Windows, the verbatim prefix (`\\?\C:\…`, the form canonicalizing
+    // gives there) is part of a path, not a wildcard: read as a glob, a
+    // blocked path spelled that way would never match anything.
+    #[cfg(windows)]
+    let entry = entry.strip_prefix(r"\\?\").unwrap_or(entry);
     entry.starts_with("**") || entry.contains(['*', '?', '[', '{'])
 }
 

@@ -219,3 +219,34 @@ fn blocked_entry_names_what_blocks_a_location_outside_the_roots_too() {
         );
     }
 }
+
+/// A blocked path blocks however its root and the entry are spelled: as
+/// given, or as `std::fs::canonicalize` returns them (on Windows the
+/// verbatim `\\?\C:\…` form, whose `?` must not make the entry a glob that
+/// never matches).
+#[test]
+fn a_blocked_path_blocks_in_its_canonical_spelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().to_path_buf();
+    let canonical = std::fs::canonicalize(&plain).unwrap();
+    for root in [&plain, &canonical] {
+        for spelled in [&plain, &canonical] {
+            let blocked = spelled.join(".git").display().to_string();
+            let policy = PathPolicy::builder()
+                .allow(root)
+                .block(&blocked)
+                .build()
+                .unwrap();
+            for inside in [".git", ".git/HEAD", ".git/hooks/pre-commit"] {
+                for access in [Access::Read, Access::Write] {
+                    let judged = policy.check(root, inside, access);
+                    assert!(
+                        judged.is_err(),
+                        "root {root:?}, blocked {blocked:?}: {inside} {access:?} allowed"
+                    );
+                }
+            }
+            assert!(policy.check(root, "src/main.rs", Access::Write).is_ok());
+        }
+    }
+}
