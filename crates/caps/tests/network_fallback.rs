@@ -7,6 +7,9 @@
 //! logged, a direct TCP connect to another port fails with `EACCES`, and
 //! the result says `partial` and what is not covered.
 //! `require_kernel_enforcement = true` refuses to run.
+//!
+//! Linux only: Landlock is what holds the port.
+#![cfg(target_os = "linux")]
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -70,6 +70,10 @@ fn policy_file_corpus() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "the judge refuses an agent's drive-letter spelling (rule windows-drive), and `/` has no drive: absolute spellings cannot be judged on Windows"
+)]
 fn relative_paths_are_relative_to_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let top = std::fs::canonicalize(dir.path()).expect("canonical");
@@ -209,7 +213,14 @@ fn error_messages() {
         insta::assert_snapshot!(name, err.to_string());
     }
     let missing = Policy::load(Path::new("/definitely/not/here.toml")).expect_err("missing");
-    insta::assert_snapshot!("missing_file", missing.to_string());
+    // The system's own words for "not found" differ by platform (Windows:
+    // "Path not found. (os error 3)"); what agentcaps says around them is
+    // the interface.
+    let message = missing.to_string();
+    let ours = message
+        .split_once(": ")
+        .map_or(message.as_str(), |(ours, _)| ours);
+    insta::assert_snapshot!("missing_file", ours);
 }
 
 #[test]
