@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentcaps_shell::{CommandRequest, Exit, ShellPolicy, ShellPolicyBuilder};
+use agentcaps_shell::{CommandRequest, Exit, ShellPolicy, ShellPolicyBuilder, ValidatedCommand};
 
 const ROLE: &str = "AGENTCAPS_TEST_ROLE";
 const TICK_FILE: &str = "AGENTCAPS_TEST_TICK_FILE";
@@ -291,16 +291,7 @@ async fn endless_output_is_capped_and_the_child_is_not_blocked() {
 #[tokio::test]
 async fn timeout_kills_the_whole_tree() {
     let dir = dir();
-    let tick = dir.root.join("tick");
-    let policy = policy(&dir.root)
-        .env(ROLE, "spawner")
-        .env(TICK_FILE, tick.to_string_lossy())
-        .timeout(Duration::from_secs(8))
-        .build()
-        .unwrap();
-    let cmd = policy
-        .validate(&CommandRequest::argv(role_argv(&this_binary())))
-        .unwrap();
+    let (policy, cmd, tick) = tree_run(&dir, "spawner", Duration::from_secs(8));
     let out = policy.run(cmd).await.unwrap();
     assert!(out.timed_out, "{out:?}");
     // No signals on Windows: the terminated job's processes exit with 1.
@@ -318,16 +309,7 @@ async fn timeout_kills_the_whole_tree() {
 #[tokio::test]
 async fn a_process_left_behind_at_exit_is_killed_and_does_not_hold_the_run() {
     let dir = dir();
-    let tick = dir.root.join("tick");
-    let policy = policy(&dir.root)
-        .env(ROLE, "leaver")
-        .env(TICK_FILE, tick.to_string_lossy())
-        .timeout(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let cmd = policy
-        .validate(&CommandRequest::argv(role_argv(&this_binary())))
-        .unwrap();
+    let (policy, cmd, tick) = tree_run(&dir, "leaver", Duration::from_secs(60));
     let out = policy.run(cmd).await.unwrap();
     assert!(!out.timed_out, "the run waited for the grandchild: {out:?}");
     assert_eq!(out.exit, Exit::Code(0), "{out:?}");
@@ -341,16 +323,7 @@ async fn a_process_left_behind_at_exit_is_killed_and_does_not_hold_the_run() {
 #[tokio::test]
 async fn a_cancelled_run_kills_the_whole_tree() {
     let dir = dir();
-    let tick = dir.root.join("tick");
-    let policy = policy(&dir.root)
-        .env(ROLE, "spawner")
-        .env(TICK_FILE, tick.to_string_lossy())
-        .timeout(Duration::from_secs(300))
-        .build()
-        .unwrap();
-    let cmd = policy
-        .validate(&CommandRequest::argv(role_argv(&this_binary())))
-        .unwrap();
+    let (policy, cmd, tick) = tree_run(&dir, "spawner", Duration::from_secs(300));
     let mut run = Box::pin(policy.run(cmd));
     // Cancel (drop the run) once the grandchild ticks.
     let cancelled = tokio::time::timeout(Duration::from_secs(60), async {
@@ -394,6 +367,22 @@ async fn nothing_is_enforced_by_the_kernel_and_requiring_it_refuses() {
         .unwrap();
     let err = strict.run(cmd).await.unwrap_err();
     assert_eq!(err.rule(), "require-kernel-enforcement", "{err}");
+}
+
+/// This binary run in `role` (`spawner`, `leaver`), its grandchild
+/// appending to the returned tick file while it lives.
+fn tree_run(dir: &Dir, role: &str, timeout: Duration) -> (ShellPolicy, ValidatedCommand, PathBuf) {
+    let tick = dir.root.join("tick");
+    let policy = policy(&dir.root)
+        .env(ROLE, role)
+        .env(TICK_FILE, tick.to_string_lossy())
+        .timeout(timeout)
+        .build()
+        .unwrap();
+    let cmd = policy
+        .validate(&CommandRequest::argv(role_argv(&this_binary())))
+        .unwrap();
+    (policy, cmd, tick)
 }
 
 fn policy_strict(root: &Path) -> ShellPolicy {
