@@ -110,11 +110,6 @@ mod platform {
     /// A directory: reached by its real location, which the walk keeps.
     pub(in crate::search) struct Dir;
 
-    fn spelled(path: &Path) -> io::Result<&str> {
-        path.to_str()
-            .ok_or_else(|| io::Error::other("the path is not UTF-8"))
-    }
-
     pub(in crate::search) fn open_start(_: &FileTools, _: &Checked) -> io::Result<Dir> {
         Ok(Dir)
     }
@@ -136,9 +131,12 @@ mod platform {
         entries: &mut Vec<Entry>,
     ) -> io::Result<()> {
         entries.clear();
+        // The real location is the base and `.` the spelling: on Windows
+        // the judge refuses an absolute spelling (a drive letter or `\\?\`),
+        // so the location cannot be spelled as the path to list.
         let listed = files
             .beneath()
-            .list(files.base(), spelled(location)?)
+            .list(location, ".")
             .map_err(io::Error::other)?;
         entries.extend(listed.into_iter().map(|e| Entry {
             name: e.name,
@@ -151,12 +149,20 @@ mod platform {
     pub(in crate::search) fn open_file(
         files: &FileTools,
         _: &Dir,
-        _: &OsStr,
+        name: &OsStr,
         path: &Path,
     ) -> io::Result<(File, u64)> {
+        // The directory's real location is the base and the plain name the
+        // spelling (an absolute spelling is refused on Windows).
+        let dir = path
+            .parent()
+            .ok_or_else(|| io::Error::other("the file has no directory"))?;
+        let name = name
+            .to_str()
+            .ok_or_else(|| io::Error::other("the name is not UTF-8"))?;
         let file = files
             .beneath()
-            .open_read(files.base(), spelled(path)?)
+            .open_read(dir, name)
             .map_err(io::Error::other)?;
         let size = file.metadata()?.len();
         Ok((file, size))

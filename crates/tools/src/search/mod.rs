@@ -181,11 +181,9 @@ fn ignore_files_above(files: &FileTools, checked: &agentcaps::paths::Checked) ->
     let mut dir = checked.root().to_path_buf();
     for component in below.components() {
         let read = |name: &str| -> Option<Vec<u8>> {
-            let spelling = dir.join(name);
-            let mut file = files
-                .beneath()
-                .open_read(files.base(), spelling.to_str()?)
-                .ok()?;
+            // The directory is the base and the plain name the spelling
+            // (an absolute spelling is refused on Windows).
+            let mut file = files.beneath().open_read(&dir, name).ok()?;
             let mut text = Vec::new();
             (&mut file)
                 .take(skip::MAX_IGNORE_FILE_BYTES + 1)
