@@ -236,7 +236,12 @@ impl Policy {
     /// directory itself, or a system directory (`/etc`, `/usr`, `/var`,
     /// `/root`, ... and anything beneath `/etc`, `/usr`, `/bin`, `/sbin`,
     /// `/lib*`, `/boot`, `/dev`, `/proc`, `/sys`): the default would let the
-    /// agent write everywhere under it.
+    /// agent write everywhere under it. On Windows also a drive's root
+    /// (`C:\`), the users' directory (`C:\Users`), the home
+    /// (`%USERPROFILE%`), and anything beneath the Windows directory
+    /// (`%SystemRoot%`), the program directories (`%ProgramFiles%`,
+    /// `%ProgramFiles(x86)%`) and `%ProgramData%`, compared in any case and
+    /// spelling.
     pub fn default_for(cwd: &Path) -> Result<Self, PolicyError> {
         if crate::defaults::unsafe_for_default(cwd) {
             return Err(PolicyError::UnsafeDefault {
