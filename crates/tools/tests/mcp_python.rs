@@ -56,6 +56,10 @@ fn python() -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3 (the rmcp client test drives the same server on Windows)"
+)]
 fn official_python_sdk_drives_every_tool() {
     let python = python();
     let probe = Command::new(&python)

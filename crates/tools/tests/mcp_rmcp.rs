@@ -40,7 +40,7 @@ async fn rmcp_client_drives_every_tool() {
     let tree = common::Tree::new();
     let port = common::http_server();
     let policy = tree.policy(&format!(
-        "allowed_commands = [\"ls\", \"cat\", \"echo\", \"env\"]\npath_policy = true\n\n[egress]\nallowed_cidrs = [\"127.0.0.0/8\"]\nallowed_ports = [{port}]\nallowed_methods = [\"GET\"]\n"
+        "allowed_commands = [\"ls\", \"cat\", \"echo\", \"env\", \"find\"]\npath_policy = true\n\n[egress]\nallowed_cidrs = [\"127.0.0.0/8\"]\nallowed_ports = [{port}]\nallowed_methods = [\"GET\"]\n"
     ));
     let log = tree.top.join("calls.log");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentcaps"));
@@ -89,8 +89,23 @@ async fn rmcp_client_drives_every_tool() {
         );
     }
 
+    // Wine makes no symbolic links (its CreateSymbolicLink reports success
+    // and does nothing): on Windows the lexical `..` escape stands in for
+    // the link `escape` that leads to the same directory.
+    let escape = if cfg!(windows) {
+        "../outside"
+    } else {
+        "escape"
+    };
+    // `cat` and `env` are not Windows programs; `find` prints the lines
+    // that hold a word.
+    let print_lib = if cfg!(windows) {
+        json!({"argv": ["find", "needle", "src/lib.txt"]})
+    } else {
+        json!({"argv": ["cat", "src/lib.txt"]})
+    };
     // (tool, arguments, expect error?, text that must appear, text that must not)
-    let calls: Vec<(&str, Value, bool, &str, &str)> = vec![
+    let mut calls: Vec<(&str, Value, bool, &str, &str)> = vec![
         (
             "write_file",
             json!({"path": "notes.txt", "content": "hello notes\n"}),
@@ -107,7 +122,7 @@ async fn rmcp_client_drives_every_tool() {
         ),
         (
             "read_file",
-            json!({"path": "escape/secret.txt"}),
+            json!({"path": format!("{escape}/secret.txt")}),
             true,
             "outside",
             "outside secret",
@@ -128,7 +143,7 @@ async fn rmcp_client_drives_every_tool() {
         ),
         (
             "list_directory",
-            json!({"path": "escape"}),
+            json!({"path": escape}),
             true,
             "",
             "secret.txt",
@@ -149,26 +164,13 @@ async fn rmcp_client_drives_every_tool() {
             "",
             "",
         ),
-        (
-            "shell_command",
-            json!({"argv": ["cat", "src/lib.txt"]}),
-            false,
-            "needle here",
-            "",
-        ),
+        ("shell_command", print_lib, false, "needle here", ""),
         (
             "shell_command",
             json!({"command": "ls; id"}),
             true,
             "",
             "uid=",
-        ),
-        (
-            "shell_command",
-            json!({"argv": ["env"]}),
-            false,
-            "PATH",
-            "host-secret-value-91c2",
         ),
         (
             "http_request",
@@ -216,6 +218,19 @@ async fn rmcp_client_drives_every_tool() {
             "",
         ),
     ];
+    // The environment a command gets: the host's secret is not passed on.
+    // Windows has no program that prints its environment (`set` is built
+    // into `cmd`); there the shell's own Windows tests check the allow-list
+    // with a stand-in program.
+    if cfg!(not(windows)) {
+        calls.push((
+            "shell_command",
+            json!({"argv": ["env"]}),
+            false,
+            "PATH",
+            "host-secret-value-91c2",
+        ));
+    }
     let mut failures = Vec::new();
     for (tool, args, want_error, must, must_not) in &calls {
         let result = call(&client, tool, args.clone()).await;

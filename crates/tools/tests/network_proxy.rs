@@ -6,6 +6,11 @@
 //! denied IP literal is refused before it opens; a client that ignores
 //! the proxy, UDP and DNS have no route out;
 //! `run --json` lists every connection with its decision.
+//!
+//! Linux only: the private view (its own network namespace) is what leaves
+//! a command no route but the proxy, and the clients here (`curl`) are
+//! Linux programs.
+#![cfg(target_os = "linux")]
 
 mod common;
 

@@ -21,13 +21,20 @@ struct Case {
     args: toml::Value,
     expect: String,
     rule: Option<String>,
+    /// The case needs the tree's symbolic links.
+    #[serde(default)]
+    links: bool,
+    /// What the case sends on Windows, where it differs.
+    windows_args: Option<toml::Value>,
+    /// The rule expected on Windows, where it differs.
+    windows_rule: Option<String>,
     contains: Option<String>,
     not_contains: Option<String>,
     why: String,
 }
 
 const POLICY: &str = r#"
-allowed_commands = ["ls", "cat", "echo", "env", "wc"]
+allowed_commands = ["ls", "cat", "echo", "env", "wc", "find"]
 path_policy = true
 
 [egress]
@@ -36,24 +43,53 @@ allowed_ports = [{port}]
 allowed_methods = ["GET"]
 "#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn tool_attack_corpus() {
+struct Fixture {
+    tree: common::Tree,
+    port: u16,
+    toolbox: Toolbox,
+}
+
+fn fixture() -> Fixture {
     let tree = common::Tree::new();
     let port = common::http_server();
     let policy_file = tree.policy(&POLICY.replace("{port}", &port.to_string()));
     let policy = Policy::load(&policy_file).expect("policy loads");
     let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox builds");
+    Fixture {
+        tree,
+        port,
+        toolbox,
+    }
+}
+
+fn corpus() -> Corpus {
     let corpus: Corpus =
         toml::from_str(include_str!("data/tool_cases.toml")).expect("corpus parses");
     assert!(corpus.case.len() > 40, "the corpus lost its cases");
+    corpus
+}
 
+/// Runs `cases`; returns the failures.
+async fn run(fixture: &Fixture, cases: &[&Case]) -> Vec<String> {
+    let Fixture {
+        tree,
+        port,
+        toolbox,
+    } = fixture;
     let mut failures = Vec::new();
-    let mut ran = 0usize;
-    for case in &corpus.case {
-        ran += 1;
-        let args_text = serde_json::to_string(&case.args).expect("args to json");
+    for case in cases {
+        let windows = cfg!(windows);
+        let case_args = match &case.windows_args {
+            Some(args) if windows => args,
+            _ => &case.args,
+        };
+        let expected_rule = match &case.windows_rule {
+            Some(rule) if windows => Some(rule),
+            _ => case.rule.as_ref(),
+        };
+        let args_text = serde_json::to_string(case_args).expect("args to json");
         let args: serde_json::Value =
-            serde_json::from_str(&tree.subst(&args_text, port)).expect("args json");
+            serde_json::from_str(&tree.subst_json(&args_text, *port)).expect("args json");
         let result = toolbox.call(&case.tool, args).await;
         let (decision, rule, text) = match &result {
             Ok(out) => ("allow", String::new(), out.text.clone()),
@@ -64,7 +100,7 @@ async fn tool_attack_corpus() {
         if decision != case.expect {
             wrong.push(format!("decision {decision}, expected {}", case.expect));
         }
-        match &case.rule {
+        match expected_rule {
             Some(expected) if &rule != expected => {
                 wrong.push(format!("rule `{rule}`, expected `{expected}`"));
             }
@@ -96,9 +132,11 @@ async fn tool_attack_corpus() {
             ));
         }
     }
+    failures
+}
 
-    assert_eq!(ran, corpus.case.len(), "every case ran");
-    // Nothing refused left a trace.
+/// Nothing refused left a trace outside the root.
+fn nothing_written_outside(tree: &common::Tree) {
     let outside: Vec<_> = std::fs::read_dir(&tree.outside)
         .expect("read outside")
         .map(|e| e.expect("entry").file_name())
@@ -108,6 +146,18 @@ async fn tool_attack_corpus() {
         ["secret.txt"],
         "something was written outside the root"
     );
+}
+
+/// The cases that need no symbolic link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_attack_corpus() {
+    let fixture = fixture();
+    let tree = &fixture.tree;
+    let corpus = corpus();
+    let cases: Vec<&Case> = corpus.case.iter().filter(|c| !c.links).collect();
+    assert!(cases.len() > 40, "the corpus lost its cases");
+    let failures = run(&fixture, &cases).await;
+    nothing_written_outside(tree);
     assert!(
         !tree.root.join(".git/hooks").exists(),
         "a git hook was written"
@@ -127,6 +177,27 @@ async fn tool_attack_corpus() {
         std::fs::read_to_string(tree.root.join("new/dir/file.txt")).expect("written file"),
         "fresh\n"
     );
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The cases that go through the tree's symbolic links.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    windows,
+    ignore = "Wine makes no symbolic links (its CreateSymbolicLink reports success and does nothing)"
+)]
+async fn tool_attack_corpus_through_links() {
+    let fixture = fixture();
+    let corpus = corpus();
+    let cases: Vec<&Case> = corpus.case.iter().filter(|c| c.links).collect();
+    assert!(cases.len() >= 13, "the corpus lost its link cases");
+    let failures = run(&fixture, &cases).await;
+    nothing_written_outside(&fixture.tree);
     assert!(
         failures.is_empty(),
         "{} case(s) failed:\n{}",
