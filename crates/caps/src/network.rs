@@ -1,6 +1,7 @@
 //! `[shell] network = "proxy"`: the egress crate's judging proxy, started
-//! for each command on the UNIX socket its private view relays to (or,
-//! without a view, on a free TCP port of loopback).
+//! for each command on a UNIX socket, where the command's private view
+//! hands it the listener of the view's `127.0.0.1:3128` (or, without a
+//! view, on a free TCP port of loopback).
 
 use std::path::Path;
 

@@ -20,7 +20,14 @@
 //! absolute form (`GET http://127.0.0.1:PORT/ HTTP/1.1`) and the proxy
 //! judges, resolves nothing (an IP literal), dials, and streams back.
 //!
-//! All three share this machine's cores: on loopback every proxied byte
+//! A fourth route, `bare_relay`, is the floor of any proxy: a TCP relay
+//! that judges nothing and parses nothing, only copies bytes both ways
+//! (the proxy's own relay loop, on its own thread and runtime, connected
+//! to the server before the client arrives). What it costs against going
+//! direct is what a second hop costs on this machine; what the proxy costs
+//! above it is what judging, HTTP and the pool cost.
+//!
+//! All of them share this machine's cores: on loopback every proxied byte
 //! and every request costs a second hop (two more socket writes and reads,
 //! a second TCP connection's processing), which going direct does not pay.
 //!
@@ -48,6 +55,8 @@ const PIECE: usize = 64 * 1024;
 const SERVER_THREAD: &str = "bench-server";
 /// The proxy's threads' name ([`ProxyThread`] names them so).
 const PROXY_THREAD: &str = "agentcaps-proxy";
+/// The bare relay's thread name.
+const RELAY_THREAD: &str = "bench-relay";
 
 /// A body of `left` bytes sent as frames of one shared buffer.
 struct Repeat {
@@ -109,6 +118,42 @@ fn server() -> SocketAddr {
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
+                });
+            }
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// A bare TCP relay on its own thread and single-threaded runtime: each
+/// connection accepted is relayed to `server`, bytes copied both ways with
+/// the proxy's buffer size (256 KiB each way), nothing parsed or judged.
+fn bare_relay(server: SocketAddr) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new().name(RELAY_THREAD.to_owned());
+    let _ = thread.spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            loop {
+                let Ok((mut client, _)) = listener.accept().await else {
+                    return;
+                };
+                let _ = client.set_nodelay(true);
+                tokio::spawn(async move {
+                    let mut upstream = TcpStream::connect(server).await.unwrap();
+                    let _ = upstream.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional_with_sizes(
+                        &mut client,
+                        &mut upstream,
+                        256 * 1024,
+                        256 * 1024,
+                    )
+                    .await;
                 });
             }
         });
@@ -194,9 +239,11 @@ fn bench(c: &mut Criterion) {
     )
     .unwrap();
     let via = proxy.local_addr().unwrap();
+    let bare = bare_relay(addr);
     let host = addr.to_string();
     let routes = [
         ("direct", addr, Route::Direct, String::new()),
+        ("bare_relay", bare, Route::Direct, String::new()),
         ("proxy", via, Route::Forward, format!("http://{addr}")),
         ("proxy_connect", via, Route::Tunnel, String::new()),
     ];
@@ -252,7 +299,7 @@ fn interleaved(
         ("keepalive_get", "/small", SMALL_PER_ROUND, "req/s"),
     ] {
         let mut rates: Vec<Vec<f64>> = vec![Vec::new(); routes.len()];
-        let mut cpu: Vec<[u64; 3]> = vec![[0; 3]; routes.len()];
+        let mut cpu: Vec<[u64; 4]> = vec![[0; 4]; routes.len()];
         for round in 0..ROUNDS {
             for k in 0..routes.len() {
                 // Rotate who goes first each round.
@@ -270,7 +317,7 @@ fn interleaved(
                 });
                 let secs = start.elapsed().as_secs_f64();
                 let after = cpu_by_party();
-                for party in 0..3 {
+                for party in 0..4 {
                     cpu[i][party] += after[party].saturating_sub(before[party]);
                 }
                 let rate = if per_round == 1 {
@@ -311,11 +358,12 @@ fn interleaved(
         let per = if per_round == 1 { "MiB" } else { "request" };
         let mut line = format!("  cpu µs per {per}:");
         for (i, route) in routes.iter().enumerate() {
-            let [client, server, proxy] = cpu[i].map(|ns| ns as f64 / 1000.0 / units);
+            let [client, server, proxy, relay] = cpu[i].map(|ns| ns as f64 / 1000.0 / units);
             line.push_str(&format!(
-                " {}: client {client:.1} + server {server:.1} + proxy {proxy:.1} = {:.1};",
+                " {}: client {client:.1} + server {server:.1} + proxy {:.1} = {:.1};",
                 route.0,
-                client + server + proxy
+                proxy + relay,
+                client + server + proxy + relay
             ));
         }
         println!("{line}");
@@ -323,10 +371,10 @@ fn interleaved(
 }
 
 /// On-CPU nanoseconds of this process's threads so far, by party:
-/// client (every other thread), server, proxy — from each thread's
-/// `schedstat` (Linux; zeros elsewhere).
-fn cpu_by_party() -> [u64; 3] {
-    let mut sums = [0u64; 3];
+/// client (every other thread), server, proxy, bare relay — from each
+/// thread's `schedstat` (Linux; zeros elsewhere).
+fn cpu_by_party() -> [u64; 4] {
+    let mut sums = [0u64; 4];
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return sums;
     };
@@ -341,6 +389,7 @@ fn cpu_by_party() -> [u64; 3] {
         let party = match comm.trim() {
             SERVER_THREAD => 1,
             PROXY_THREAD => 2,
+            RELAY_THREAD => 3,
             _ => 0,
         };
         sums[party] += ns;

@@ -115,7 +115,7 @@ pub mod writeback;
 pub use config::{DEVELOPMENT_CACHES, Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
-pub use network::{Connection, NetworkProxy, PROXY_PORT, PROXY_SOCKET_IN_VIEW, ProxySession};
+pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 pub use policy::{
     DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, READ_ONLY_COMMANDS,
     ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,

@@ -4,11 +4,14 @@
 //! With `network = "proxy"` ([`crate::Network::Proxy`]) a command runs in its private view with only
 //! loopback; a host-provided [`NetworkProxy`] (the `agentcaps` facade
 //! plugs in the egress crate's proxy) serves on a UNIX socket created
-//! before the view is entered; inside the view a relay held by the view's
-//! first process listens on `127.0.0.1:3128` and passes each connection to
-//! that socket; `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their
-//! lower-case forms) point the command there. A program that ignores them
-//! has no route out: the view's network has only loopback, and no DNS.
+//! before the view is entered. The view's first process listens on
+//! `127.0.0.1:3128` of the view's network and hands that listening socket
+//! to the proxy over its UNIX socket (before the view's root replaces the
+//! host's, so the command never sees the socket); the proxy accepts the
+//! command's connections itself, with no relay between them.
+//! `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and their lower-case forms)
+//! point the command there. A program that ignores them has no route out:
+//! the view's network has only loopback, and no DNS.
 //!
 //! Where no private view can be had, the command runs with Landlock only
 //! (the fallback): the proxy then listens on a free TCP port of
@@ -22,13 +25,19 @@ use std::path::Path;
 /// The port of the proxy inside a command's view.
 pub const PROXY_PORT: u16 = 3128;
 
-/// Where the proxy's UNIX socket appears inside the view.
-pub const PROXY_SOCKET_IN_VIEW: &str = "/run/agentcaps/proxy.sock";
-
 /// A judging proxy the host provides, started once per command.
 pub trait NetworkProxy: Send + Sync + std::fmt::Debug {
     /// Serves HTTP proxying on a new UNIX socket at `socket` (it does not
     /// exist yet) until the session is dropped.
+    ///
+    /// The socket must take a listener's hand-over: a connection whose
+    /// first byte is `0`, carrying one descriptor (`SCM_RIGHTS`), a TCP
+    /// socket listening on the view's `127.0.0.1:`[`PROXY_PORT`]. The proxy
+    /// answers `+` on that connection when it took it (anything else, or
+    /// nothing within five seconds, and the command does not run), then
+    /// serves each connection the listener accepts, until that connection
+    /// closes (the view has ended). The egress crate's proxy does this
+    /// (`agentcaps_egress::proxy::handoff`).
     ///
     /// # Errors
     ///

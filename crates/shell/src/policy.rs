@@ -211,9 +211,10 @@ impl ShellPolicy {
     }
 
     /// Commands reach the web only through `proxy`: in their private
-    /// view (only loopback), a relay on `127.0.0.1:3128` passes each
-    /// connection to the proxy, which `proxy` starts per command on a
-    /// UNIX socket, and the proxy variables point there
+    /// view (only loopback), `proxy` (started per command on a UNIX
+    /// socket) accepts their connections on `127.0.0.1:3128`, a listener
+    /// the view's first process hands it, and the proxy variables point
+    /// there
     /// ([`crate::Network::Proxy`]). Where no view can be built, `proxy`
     /// serves on a free TCP port of `127.0.0.1` instead and Landlock lets
     /// commands connect to that port only (the result says `partial`:

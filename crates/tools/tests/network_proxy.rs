@@ -149,6 +149,32 @@ fn commands_reach_the_web_only_through_the_judging_proxy() {
         ],
     );
     assert_ne!(dns["exit_code"], 0, "{dns}");
+
+    // The proxy's UNIX socket is not in the view (the view's first process
+    // reached it on the host and handed it the port's listener): no UNIX
+    // socket anywhere in the view's /run, /tmp or the working tree, so a
+    // program cannot talk to the proxy but through the port, nor hand it
+    // listeners of its own.
+    std::fs::write(
+        tree.root.join("sockets.py"),
+        "import os, stat\n\
+         found = []\n\
+         for top in ['/run', '/tmp', '/var/run', '.']:\n\
+         \x20   for d, _, names in os.walk(top):\n\
+         \x20       for n in names:\n\
+         \x20           p = os.path.join(d, n)\n\
+         \x20           try:\n\
+         \x20               if stat.S_ISSOCK(os.lstat(p).st_mode): found.append(p)\n\
+         \x20           except OSError: pass\n\
+         print(found)\n",
+    )
+    .unwrap();
+    let python = tree.policy(&format!(
+        "allowed_commands = [\"python3\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
+    ));
+    let sockets = run(&tree, &python, &["python3", "sockets.py"]);
+    assert_eq!(sockets["exit_code"], 0, "{sockets}");
+    assert_eq!(sockets["stdout"], "[]\n", "{sockets}");
 }
 
 #[test]
@@ -203,7 +229,7 @@ fn big_server(len: usize) -> u16 {
 }
 
 #[test]
-fn tunnels_go_through_the_view_relay_and_are_judged_before_they_open() {
+fn tunnels_go_through_the_views_proxy_port_and_are_judged_before_they_open() {
     let tree = common::Tree::new();
     const LEN: usize = 8 * 1024 * 1024 + 17;
     let port = big_server(LEN);
@@ -211,7 +237,7 @@ fn tunnels_go_through_the_view_relay_and_are_judged_before_they_open() {
         "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
     ));
     // `-p`: curl asks the proxy for a CONNECT tunnel even for http://, so
-    // the bytes cross the view's relay and the proxy's tunnel as HTTPS
+    // the bytes cross the view's port and the proxy's tunnel as HTTPS
     // would; 8 MiB of them arrive whole.
     let tunnelled = run(
         &tree,

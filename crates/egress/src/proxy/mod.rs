@@ -30,6 +30,8 @@
 //! ```
 
 mod forward;
+#[cfg(unix)]
+pub mod handoff;
 mod log;
 mod relay;
 mod thread;
@@ -69,6 +71,9 @@ struct Shared {
     client: Client,
     log: ProxyLog,
     pool: forward::UpstreamPool,
+    /// Listeners handed over on the UNIX socket and served now.
+    #[cfg(unix)]
+    handed_over: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -118,8 +123,10 @@ impl Proxy {
     }
 
     /// Listens on a UNIX socket at `path` (created; it must not exist) and
-    /// serves until dropped: for a relay inside a private network view,
-    /// which accepts TCP there and passes each connection's bytes here.
+    /// serves until dropped: HTTP proxying on each connection, or, on a
+    /// connection that hands over a listening socket (see [`handoff`]: a
+    /// private network view's `127.0.0.1:PORT`), on each connection that
+    /// listener accepts.
     ///
     /// # Errors
     ///
@@ -180,6 +187,8 @@ fn shared(policy: EgressPolicy) -> Result<Arc<Shared>, EgressError> {
         client: Client::new(policy)?,
         log: ProxyLog::default(),
         pool: forward::UpstreamPool::default(),
+        #[cfg(unix)]
+        handed_over: std::sync::atomic::AtomicUsize::new(0),
     }))
 }
 
@@ -187,6 +196,10 @@ fn shared(policy: EgressPolicy) -> Result<Arc<Shared>, EgressError> {
 trait Accept: Send + 'static {
     type Stream: AsyncRead + AsyncWrite + Send + Unpin + 'static;
     fn next(&self) -> impl Future<Output = std::io::Result<Self::Stream>> + Send;
+    /// Serves one accepted connection: HTTP proxying.
+    fn serve(shared: Arc<Shared>, stream: Self::Stream) -> impl Future<Output = ()> + Send {
+        serve_http(shared, stream)
+    }
 }
 
 impl Accept for TcpListener {
@@ -204,11 +217,19 @@ impl Accept for UnixListener {
     async fn next(&self) -> std::io::Result<tokio::net::UnixStream> {
         Ok(self.accept().await?.0)
     }
+    /// HTTP proxying, or the hand-over of a listener.
+    async fn serve(shared: Arc<Shared>, stream: tokio::net::UnixStream) {
+        match handoff::starts_with_handoff(&stream).await {
+            Some(true) => handoff::take(shared, stream).await,
+            Some(false) => serve_http(shared, stream).await,
+            None => {}
+        }
+    }
 }
 
 /// Accepts and serves each connection; at most [`MAX_CONNECTIONS`] at
 /// once. The connections are aborted when this task is.
-async fn accept_loop(shared: Arc<Shared>, listener: impl Accept) {
+async fn accept_loop<L: Accept>(shared: Arc<Shared>, listener: L) {
     let mut connections = JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
@@ -224,18 +245,23 @@ async fn accept_loop(shared: Arc<Shared>, listener: impl Accept) {
                 continue;
             }
         };
-        let shared = shared.clone();
-        connections.spawn(async move {
-            let service = service_fn(move |req| {
-                let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(shared, req).await) }
-            });
-            let _ = server_http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades()
-                .await;
-        });
+        connections.spawn(L::serve(shared.clone(), stream));
     }
+}
+
+/// Serves HTTP proxying on one client connection.
+async fn serve_http(
+    shared: Arc<Shared>,
+    stream: impl AsyncRead + AsyncWrite + Send + Unpin + 'static,
+) {
+    let service = service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, Infallible>(handle(shared, req).await) }
+    });
+    let _ = server_http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades()
+        .await;
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {

@@ -221,7 +221,7 @@ fn inner(spec: &ViewSpec, outcome_path: &Path) -> Outcome {
         Ok(file) => file,
         Err(error) => return Outcome::Failed(format!("the outcome file: {error}")),
     };
-    let outcome = match enter_view(spec).and_then(|()| start_relay(spec)) {
+    let outcome = match enter_view(spec) {
         Ok(()) => run_command(spec),
         Err(error) => Outcome::Failed(error),
     };
@@ -232,12 +232,17 @@ fn inner(spec: &ViewSpec, outcome_path: &Path) -> Outcome {
     outcome
 }
 
-/// The relay to the network proxy, when the command's network is the
-/// proxy: listening before the command starts.
-fn start_relay(spec: &ViewSpec) -> Result<(), String> {
-    match &spec.relay {
-        Some(relay) => super::relay::start(relay.port, &relay.socket)
-            .map_err(|e| format!("the relay to the network proxy on port {}: {e}", relay.port)),
+/// The network proxy's port, when the command's network is the proxy:
+/// listened on in the view's network, the listener handed to the proxy
+/// (whose socket is reached on the host, before the pivot).
+fn hand_over_proxy_port(spec: &ViewSpec) -> Result<(), String> {
+    match &spec.proxy {
+        Some(proxy) => super::proxy_port::hand_over(proxy.port, &proxy.socket).map_err(|e| {
+            format!(
+                "handing the view's port {} to the network proxy: {e}",
+                proxy.port
+            )
+        }),
         None => Ok(()),
     }
 }
@@ -253,6 +258,7 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     if spec.private_network {
         loopback_up().map_err(|e| step("bringing up the private loopback", e))?;
     }
+    hand_over_proxy_port(spec)?;
     let root = &spec.new_root;
     rustix::mount::mount(
         "tmpfs",

@@ -24,10 +24,12 @@
 //!
 //! # Seams for what runs beside the command
 //!
-//! A service a command should reach plugs in as a bind mount of a UNIX
-//! socket into the view, prepared by the runner before the helper starts;
-//! `network = "proxy"` does so: the egress proxy's socket is bound into the
-//! view, and the view's first process relays `127.0.0.1:3128` to it.
+//! A service a command should reach plugs in as a UNIX socket on the host,
+//! prepared by the runner before the helper starts. `network = "proxy"`
+//! does so: the view's first process listens on `127.0.0.1:3128` of the
+//! view's network and hands that listener to the proxy over its socket,
+//! before the view's root replaces the host's; the proxy then accepts the
+//! command's connections itself.
 
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod credentials;
@@ -36,7 +38,7 @@ mod helper;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod plan;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
-mod relay;
+mod proxy_port;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod spec;
 #[cfg(all(feature = "landlock", target_os = "linux"))]

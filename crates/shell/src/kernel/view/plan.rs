@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use agentcaps_paths::{Access, PathPolicy};
 
 use super::credentials::{Held, Hidden, to_hide};
-use super::spec::{Mount, Relay, ViewSpec};
+use super::spec::{Mount, ProxyPort, ViewSpec};
 use super::staging::Staging;
 use crate::kernel::program::program_dirs;
 use crate::kernel::rules::{RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC};
-use crate::network::{PROXY_PORT, PROXY_SOCKET_IN_VIEW};
+use crate::network::PROXY_PORT;
 
 /// More entries than this in the roots and the view is not built (the
 /// masking walk would cost too much): the run falls back, and says so.
@@ -50,8 +50,8 @@ pub(crate) struct Request<'a> {
     pub(crate) env: &'a [(std::ffi::OsString, std::ffi::OsString)],
     pub(crate) private_network: bool,
     pub(crate) max_abi: Option<u8>,
-    /// The network proxy's UNIX socket on the host, bind-mounted into the
-    /// view and relayed to from `127.0.0.1:PROXY_PORT`.
+    /// The network proxy's UNIX socket on the host, handed the listener of
+    /// `127.0.0.1:PROXY_PORT` in the view.
     pub(crate) proxy_socket: Option<&'a Path>,
     /// Cache directories: overlaid, their writes discarded.
     pub(crate) cache_dirs: &'a [PathBuf],
@@ -240,16 +240,9 @@ pub(crate) fn plan(
         }
     }
     hide_credentials(policy, &whole, &roots, request.env, dir, &mut mounts)?;
-    let relay = request.proxy_socket.map(|socket| {
-        mounts.push(Mount::Bind {
-            source: socket.to_path_buf(),
-            target: PathBuf::from(PROXY_SOCKET_IN_VIEW),
-            writable: false,
-        });
-        Relay {
-            port: PROXY_PORT,
-            socket: PathBuf::from(PROXY_SOCKET_IN_VIEW),
-        }
+    let proxy = request.proxy_socket.map(|socket| ProxyPort {
+        port: PROXY_PORT,
+        socket: socket.to_path_buf(),
     });
     let new_root = dir.join("root");
     std::fs::create_dir(&new_root).map_err(|e| e.to_string())?;
@@ -265,7 +258,7 @@ pub(crate) fn plan(
             landlock_read,
             landlock_write,
             max_abi: request.max_abi,
-            relay,
+            proxy,
         },
         layers,
     })

@@ -81,17 +81,19 @@ pub(crate) struct ViewSpec {
     pub(crate) landlock_write: Vec<PathBuf>,
     /// The highest Landlock ABI to use (`Some(0)`: none).
     pub(crate) max_abi: Option<u8>,
-    /// A relay to the network proxy, held by the view's first process.
+    /// The network proxy's port in the view, its listener handed to the
+    /// proxy by the view's first process.
     #[serde(default)]
-    pub(crate) relay: Option<Relay>,
+    pub(crate) proxy: Option<ProxyPort>,
 }
 
-/// What the relay of a view is: its port and the socket inside the view.
+/// The network proxy's port in a view and the socket to hand it to.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Relay {
+pub(crate) struct ProxyPort {
     /// The port on the view's loopback.
     pub(crate) port: u16,
-    /// The proxy's socket, as the view sees it.
+    /// The proxy's UNIX socket on the host (reached before the view's
+    /// root replaces the host's).
     pub(crate) socket: PathBuf,
 }
 
