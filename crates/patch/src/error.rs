@@ -373,9 +373,9 @@ pub enum PatchError {
     PathPolicy {
         /// The path as the patch names it (after prefix stripping).
         path: String,
-        /// The policy's decision.
+        /// The policy's decision (boxed, as in [`PatchError::Io`]).
         #[source]
-        source: PathError,
+        source: Box<PathError>,
     },
     /// A path goes through a symbolic link (now or as the patch would leave
     /// the tree).
@@ -449,9 +449,11 @@ pub enum PatchError {
         op: &'static str,
         /// The path.
         path: String,
-        /// The failure.
+        /// The failure. Boxed: a [`PathError`] holds paths, which are
+        /// larger on some platforms (Windows), and every `Result` of this
+        /// crate carries a [`PatchError`]; the box keeps them small.
         #[source]
-        source: PathError,
+        source: Box<PathError>,
     },
     /// Applying failed and so did undoing it: the tree may be partly changed.
     #[error(

@@ -235,23 +235,23 @@ impl Patcher {
         let base = base_dir.canonicalize().map_err(|source| PatchError::Io {
             op: "open base directory",
             path: base_dir.display().to_string(),
-            source: PathError::Io {
+            source: Box::new(PathError::Io {
                 op: "canonicalize",
                 path: base_dir.to_path_buf(),
                 source,
-            },
+            }),
         })?;
         let mut beneath = self.policy.open_beneath().map_err(|source| {
             if source.is_refusal() {
                 PatchError::PathPolicy {
                     path: base.display().to_string(),
-                    source,
+                    source: Box::new(source),
                 }
             } else {
                 PatchError::Io {
                     op: "open roots",
                     path: base.display().to_string(),
-                    source,
+                    source: Box::new(source),
                 }
             }
         })?;

@@ -98,7 +98,7 @@ pub(crate) fn normalize(raw: &str) -> Result<String> {
             c => {
                 check_portable_name(c).map_err(|source| PatchError::PathPolicy {
                     path: raw.to_owned(),
-                    source,
+                    source: Box::new(source),
                 })?;
                 parts.push(c);
             }
@@ -276,11 +276,11 @@ fn io(op: &'static str, path: &str, source: std::io::Error) -> PatchError {
     PatchError::Io {
         op,
         path: path.to_owned(),
-        source: PathError::Io {
+        source: Box::new(PathError::Io {
             op,
             path: PathBuf::from(path),
             source,
-        },
+        }),
     }
 }
 
@@ -324,7 +324,7 @@ fn judge(ctx: &Context<'_>, view: &dyn FileSystem, rel: &str, access: Access) ->
         .map(|_| ())
         .map_err(|source| PatchError::PathPolicy {
             path: rel.to_owned(),
-            source,
+            source: Box::new(source),
         })
 }
 
@@ -400,12 +400,12 @@ fn read(ctx: &Context<'_>, rel: &str) -> Result<Vec<u8>> {
             },
             e if e.is_refusal() => PatchError::PathPolicy {
                 path: rel.to_owned(),
-                source: e,
+                source: Box::new(e),
             },
             e => PatchError::Io {
                 op: "read",
                 path: rel.to_owned(),
-                source: e,
+                source: Box::new(e),
             },
         })?;
     if bytes.contains(&0) {

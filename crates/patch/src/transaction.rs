@@ -72,9 +72,16 @@ fn wrap(op: &'static str, path: &str) -> impl FnOnce(PathError) -> PatchError {
     let path = path.to_owned();
     move |source| {
         if source.is_refusal() {
-            PatchError::PathPolicy { path, source }
+            PatchError::PathPolicy {
+                path,
+                source: Box::new(source),
+            }
         } else {
-            PatchError::Io { op, path, source }
+            PatchError::Io {
+                op,
+                path,
+                source: Box::new(source),
+            }
         }
     }
 }
@@ -420,11 +427,11 @@ mod tests {
         PatchError::Io {
             op,
             path: path.to_owned(),
-            source: PathError::Io {
+            source: Box::new(PathError::Io {
                 op,
                 path: path.into(),
                 source: std::io::Error::other("injected fault"),
-            },
+            }),
         }
     }
 
