@@ -38,6 +38,7 @@
 //! let refused = toolbox.call("read_file", json!({"path": "../../etc/passwd"})).await.unwrap_err();
 //! assert!(refused.is_refusal());
 //! assert_eq!(refused.rule(), "outside-roots");
+//! # drop(toolbox); // Windows deletes no directory a handle holds open
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(()) }
 //! ```
