@@ -2,7 +2,7 @@
 //! binary: a command in its private view reaches an allowed loopback
 //! server only through the judging proxy (`curl` honours the proxy
 //! variables set for it); a refused address is answered `403` by the
-//! proxy; a `CONNECT` tunnel crosses the view's relay whole and one to a
+//! proxy; a `CONNECT` tunnel crosses the view's proxy port whole and one to a
 //! denied IP literal is refused before it opens; a client that ignores
 //! the proxy, UDP and DNS have no route out;
 //! `run --json` lists every connection with its decision.
@@ -16,7 +16,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -45,23 +44,7 @@ fn server() -> (u16, Arc<AtomicUsize>) {
 }
 
 fn run(tree: &common::Tree, policy: &std::path::Path, argv: &[&str]) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_agentcaps"))
-        .args(["run", "--json", "--policy"])
-        .arg(policy)
-        .arg("--")
-        .args(argv)
-        .current_dir(&tree.root)
-        .output()
-        .expect("agentcaps runs");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert_eq!(json["ran"], true, "{json}");
-    json["result"].clone()
+    tree.run_json(policy, argv)
 }
 
 #[test]

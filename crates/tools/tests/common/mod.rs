@@ -62,6 +62,29 @@ impl Tree {
     }
 
     /// Writes `top/policy.toml`: `[files] allowed = ["root"]` plus `extra`.
+    /// `agentcaps run --json --policy POLICY -- ARGV` from the root (the
+    /// command runs in the policy's working directory): the run's result,
+    /// after checking that it ran.
+    pub fn run_json(&self, policy: &Path, argv: &[&str]) -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentcaps"))
+            .args(["run", "--json", "--policy"])
+            .arg(policy)
+            .arg("--")
+            .args(argv)
+            .current_dir(&self.root)
+            .output()
+            .expect("agentcaps runs");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "not JSON ({e}): {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(json["ran"], true, "{json}");
+        json["result"].clone()
+    }
+
     pub fn policy(&self, extra: &str) -> PathBuf {
         let path = self.top.join("policy.toml");
         let text = format!(
