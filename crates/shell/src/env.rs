@@ -6,6 +6,12 @@
 //! the host lets it — are refused when they would make a child load or run
 //! code.
 //!
+//! The command's `PATH` keeps only its absolute entries: an empty or
+//! relative entry (`.`, `bin`, a leading or doubled `:`) would make the
+//! command — or a program it starts, such as git starting `ssh`, `gpg` or
+//! a pager — look for programs in the working directory, which the agent
+//! writes. The program named in the command is looked up the same way.
+//!
 //! Last, every command gets git's `safe.bareRepository=explicit` through
 //! `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, appended
 //! after any entries the environment already holds, so it is the last word
@@ -384,6 +390,29 @@ where
 /// git configuration every command gets (see the module docs).
 const GIT_SAFETY: &[(&str, &str)] = &[("safe.bareRepository", "explicit")];
 
+/// Drops the empty and relative entries of every `PATH` in `env` (see the
+/// module docs). A `PATH` left with no entry is removed, not left empty (an
+/// empty `PATH` is read as the working directory), and so is one that
+/// cannot be joined again (an entry holding the separator).
+pub(crate) fn absolute_path_entries(env: &mut Vec<(OsString, OsString)>, case_insensitive: bool) {
+    env.retain_mut(|(name, value)| {
+        if !same_name(name, OsStr::new("PATH"), case_insensitive) {
+            return true;
+        }
+        let kept: Vec<std::path::PathBuf> = std::env::split_paths(value)
+            .filter(|dir| dir.is_absolute())
+            .collect();
+        match std::env::join_paths(&kept) {
+            Ok(_) if kept.is_empty() => false,
+            Ok(joined) => {
+                *value = joined;
+                true
+            }
+            Err(_) => false,
+        }
+    });
+}
+
 /// Append [`GIT_SAFETY`] to `env` as `GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`
 /// entries after those `GIT_CONFIG_COUNT` already counts.
 pub(crate) fn append_git_safety(env: &mut Vec<(OsString, OsString)>, case_insensitive: bool) {
@@ -528,6 +557,42 @@ mod tests {
             env.iter()
                 .any(|(n, v)| n == "GIT_CONFIG_KEY_1" && v == "safe.bareRepository")
         );
+    }
+
+    #[test]
+    fn only_absolute_path_entries_are_kept() {
+        let abs = if cfg!(windows) { r"C:\bin" } else { "/usr/bin" };
+        let sep = if cfg!(windows) { ";" } else { ":" };
+        for (spelling, kept) in [
+            (abs.to_owned(), abs.to_owned()),
+            (format!("{sep}{abs}"), abs.to_owned()),
+            (format!("{abs}{sep}"), abs.to_owned()),
+            (format!("{abs}{sep}{sep}{abs}"), format!("{abs}{sep}{abs}")),
+            (format!(".{sep}{abs}"), abs.to_owned()),
+            (format!("bin{sep}{abs}{sep}../x"), abs.to_owned()),
+            (format!("node_modules/.bin{sep}{abs}"), abs.to_owned()),
+        ] {
+            let mut env = vars(&[("PATH", &spelling), ("OTHER", ".")]);
+            absolute_path_entries(&mut env, false);
+            assert_eq!(
+                env,
+                vars(&[("PATH", &kept), ("OTHER", ".")]),
+                "{spelling:?}"
+            );
+        }
+        // Nothing absolute left: no PATH at all (an empty one means `.`).
+        for spelling in [".", "", "bin", sep] {
+            let mut env = vars(&[("PATH", spelling), ("OTHER", ".")]);
+            absolute_path_entries(&mut env, false);
+            assert_eq!(env, vars(&[("OTHER", ".")]), "{spelling:?}");
+        }
+        // Case folds only where names do.
+        let mut env = vars(&[("Path", ".")]);
+        absolute_path_entries(&mut env, true);
+        assert_eq!(env, vars(&[]));
+        let mut env = vars(&[("Path", ".")]);
+        absolute_path_entries(&mut env, false);
+        assert_eq!(env, vars(&[("Path", ".")]));
     }
 
     #[test]

@@ -15,7 +15,9 @@ use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
 use crate::budget::LowerBound;
 use crate::cluster::{Conditions, parts, path_spellings, refused, refused_with};
-use crate::env::{append_git_safety, check_agent_variable, child_environment, inheritable};
+use crate::env::{
+    absolute_path_entries, append_git_safety, check_agent_variable, child_environment, inheritable,
+};
 use crate::error::ShellError;
 use crate::grammar::{self, Problem};
 use crate::identity::{identity, is_bare};
@@ -190,6 +192,7 @@ fn validate_at(
         cfg!(windows),
     );
     append_git_safety(&mut env, cfg!(windows));
+    absolute_path_entries(&mut env, cfg!(windows));
     let path_var = env
         .iter()
         .rev()

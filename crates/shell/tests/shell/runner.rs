@@ -158,6 +158,26 @@ async fn a_binary_planted_in_the_working_directory_is_never_run() {
 }
 
 #[tokio::test]
+async fn the_commands_path_keeps_only_absolute_entries() {
+    // What the command starts in turn (git starting `ssh` or a pager, make
+    // starting the compiler) looks programs up in its PATH: no `.`, empty
+    // or relative entry may send it to the working directory.
+    let tree = Tree::new();
+    let policy = policy(&tree, &["env"])
+        .env("PATH", ".::/usr/bin:bin:/bin:../x:")
+        .build()
+        .unwrap();
+    let cmd = policy.validate(&CommandRequest::argv(["env"])).unwrap();
+    let out = policy.run(cmd).await.unwrap();
+    let paths: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("PATH="))
+        .collect();
+    assert_eq!(paths, ["PATH=/usr/bin:/bin"], "{}", out.stdout);
+}
+
+#[tokio::test]
 async fn the_working_directory_is_the_judged_one() {
     let tree = Tree::new();
     let policy = policy(&tree, &["pwd"])
