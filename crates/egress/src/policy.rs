@@ -306,6 +306,18 @@ impl EgressPolicy {
         self.check_parsed_for(url, None)
     }
 
+    /// The host of `raw` as a verdict would name it (see
+    /// [`UrlVerdict::host`]), for a URL that parses but is refused: what a
+    /// log records, whichever way the host was spelled.
+    #[cfg(feature = "proxy")]
+    pub(crate) fn normalized_host(raw: &str) -> Option<String> {
+        match Self::parse(raw).ok()?.host()? {
+            url::Host::Domain(d) => Some(strip_root(d).to_owned()),
+            url::Host::Ipv4(ip) => Some(ip.to_string()),
+            url::Host::Ipv6(ip) => Some(ip.to_string()),
+        }
+    }
+
     /// Length, then the WHATWG parse (a zone id named as such).
     fn parse(raw: &str) -> Result<Url, EgressError> {
         if raw.len() > MAX_URL_BYTES {

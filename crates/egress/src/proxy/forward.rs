@@ -21,7 +21,7 @@ use super::log::ProxyKind;
 use super::{ProxyBody, Shared, dial, entry, judge, refusal};
 use crate::error::{EgressError, Phase};
 use crate::headers::judge_meaning;
-use crate::policy::UrlVerdict;
+use crate::policy::{EgressPolicy, UrlVerdict};
 
 /// Idle upstream connections kept per (host, port, address).
 const MAX_IDLE_PER_KEY: usize = 16;
@@ -240,7 +240,12 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     }
     let verdict = match shared.policy().check_url(&uri, &parts.method) {
         Ok(v) => v,
-        Err(e) => return refusal(shared, log, &e),
+        Err(e) => {
+            if let Some(host) = EgressPolicy::normalized_host(&uri) {
+                log.host = host;
+            }
+            return refusal(shared, log, &e);
+        }
     };
     log.host = verdict.host();
     log.port = verdict.port();

@@ -12,6 +12,7 @@ use hyper::body::Incoming;
 use super::log::ProxyKind;
 use super::{ProxyBody, Shared, dial, entry, judge, refusal, relay};
 use crate::error::EgressError;
+use crate::policy::EgressPolicy;
 
 /// `CONNECT host:port`: judged as `https://host:port/` (every rule but
 /// the method, which travels inside the tunnel); the judged address is
@@ -34,7 +35,12 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     let url = format!("https://{authority}/");
     let verdict = match shared.policy().check_target(&url) {
         Ok(v) => v,
-        Err(e) => return refusal(shared, log, &e),
+        Err(e) => {
+            if let Some(host) = EgressPolicy::normalized_host(&url) {
+                log.host = host;
+            }
+            return refusal(shared, log, &e);
+        }
     };
     log.host = verdict.host();
     let addrs = match judge(shared, &verdict).await {

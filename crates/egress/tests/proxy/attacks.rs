@@ -144,3 +144,123 @@ async fn hand_written_requests_do_not_get_past_the_proxy() {
     let entries = proxy.log().entries();
     assert_eq!(entries.len(), 1 + refused.len() + 3, "{entries:#?}");
 }
+
+/// The refusals the `curl` suite checks, written by hand (so they also run
+/// where there is no `curl`): a denied port plain and tunnelled, `CONNECT`
+/// to an IP literal in a denied range in its spellings, a refused method,
+/// metadata and method-override headers, a redirect's next hop. Each is
+/// `403` with its rule, logged before any dial; the denied server never
+/// hears from the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rule_refuses_a_hand_written_request_before_any_dial() {
+    let dns = DnsServer::start().await;
+    let (allowed, sink) = pair(
+        "127.0.0.2",
+        handler(|_| Reply::ok("allowed")),
+        "127.0.0.3",
+        handler(|_| Reply::ok("PRIVATE")),
+    )
+    .await;
+    let p = allowed.port();
+    dns.set("allowed.example.com", vec![Rec::ip("127.0.0.2")]);
+    let mut config = policy(&dns, &["127.0.0.0/8", "::/0"], &[p]);
+    config.denied_cidrs = vec!["127.0.0.3/32".into()];
+    let cases: Vec<(String, &str, &str)> = vec![
+        (
+            "GET http://allowed.example.com:22/ HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+            "allowed.example.com",
+            "port",
+        ),
+        (
+            "CONNECT allowed.example.com:22 HTTP/1.1\r\nHost: x\r\n\r\n".to_owned(),
+            "allowed.example.com",
+            "port",
+        ),
+        (
+            format!("CONNECT 127.0.0.3:{p} HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "127.0.0.3",
+            "address.denied-cidr",
+        ),
+        (
+            format!("CONNECT [::ffff:127.0.0.3]:{p} HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "::ffff:127.0.0.3",
+            "address.denied-cidr",
+        ),
+        (
+            format!("CONNECT [::ffff:7f00:3]:{p} HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "::ffff:127.0.0.3",
+            "address.denied-cidr",
+        ),
+        (
+            format!("CONNECT 2130706435:{p} HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "127.0.0.3",
+            "address.denied-cidr",
+        ),
+        (
+            format!("GET http://0177.0.0.3:{p}/ HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "127.0.0.3",
+            "address.denied-cidr",
+        ),
+        (
+            format!(
+                "POST http://allowed.example.com:{p}/ HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nx=1"
+            ),
+            "allowed.example.com",
+            "method",
+        ),
+        (
+            format!(
+                "GET http://allowed.example.com:{p}/ HTTP/1.1\r\nHost: x\r\nMetadata-Flavor: Google\r\n\r\n"
+            ),
+            "allowed.example.com",
+            "header.reserved",
+        ),
+        (
+            format!(
+                "GET http://allowed.example.com:{p}/ HTTP/1.1\r\nHost: x\r\nX-aws-ec2-metadata-token-ttl-seconds: 60\r\n\r\n"
+            ),
+            "allowed.example.com",
+            "header.reserved",
+        ),
+        (
+            format!(
+                "GET http://allowed.example.com:{p}/ HTTP/1.1\r\nHost: x\r\nX-HTTP-Method-Override: DELETE\r\n\r\n"
+            ),
+            "allowed.example.com",
+            "header.method-override",
+        ),
+    ];
+    for (request, host, rule) in &cases {
+        // A proxy each, so that its log holds this request alone.
+        let proxy = proxy(&config).await;
+        let answer = raw(proxy.local_addr().unwrap(), request).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 403")
+                && answer.contains(&format!("x-agentcaps-rule: {rule}"))
+                && answer.contains(&format!("[{rule}]")),
+            "{request:?}:\n{answer}"
+        );
+        crate::assert_refused(&proxy, host, entry_kind(request), rule);
+    }
+    assert_eq!(allowed.connections(), 0, "an allowed server was dialled");
+    assert_eq!(sink.connections(), 0, "the denied server was contacted");
+    // The allowed twin of the denied literal goes through.
+    let proxy = proxy(&config).await;
+    let answer = raw(
+        proxy.local_addr().unwrap(),
+        &format!("GET http://127.0.0.2:{p}/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("allowed"),
+        "{answer}"
+    );
+}
+
+fn entry_kind(request: &str) -> agentcaps_egress::proxy::ProxyKind {
+    if request.starts_with("CONNECT") {
+        agentcaps_egress::proxy::ProxyKind::Connect
+    } else {
+        agentcaps_egress::proxy::ProxyKind::Http
+    }
+}

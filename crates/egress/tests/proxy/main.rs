@@ -3,6 +3,8 @@
 //! loopback package index, names answered by a real DNS server the tests
 //! control. Every refusal is checked three ways: the status and rule the
 //! client sees, the proxy's log, and the target server never contacted.
+//! The same rules are also checked with requests written by hand
+//! (`attacks`), which run where there is no `curl` (Windows under Wine).
 #![allow(unreachable_pub)] // support items are `pub` for the test modules of this one binary
 
 #[path = "../egress/support/mod.rs"]

@@ -63,6 +63,7 @@ async fn status_and_body(proxy_url: &str, args: &[&str]) -> Curl {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(windows, ignore = "drives curl, which this Windows (Wine) has not")]
 async fn a_name_resolving_to_a_denied_address_is_refused_plain_and_tunnelled() {
     let dns = DnsServer::start().await;
     let (allowed, sink) = setup(&dns).await;
@@ -103,6 +104,7 @@ async fn a_name_resolving_to_a_denied_address_is_refused_plain_and_tunnelled() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(windows, ignore = "drives curl, which this Windows (Wine) has not")]
 async fn a_denied_port_is_refused_plain_and_tunnelled() {
     let dns = DnsServer::start().await;
     let (allowed, _sink) = setup(&dns).await;
@@ -127,6 +129,7 @@ async fn a_denied_port_is_refused_plain_and_tunnelled() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(windows, ignore = "drives curl, which this Windows (Wine) has not")]
 async fn connect_to_an_ip_literal_in_a_denied_range_is_refused_in_every_spelling() {
     let dns = DnsServer::start().await;
     let (allowed, sink) = setup(&dns).await;
@@ -160,6 +163,7 @@ async fn connect_to_an_ip_literal_in_a_denied_range_is_refused_in_every_spelling
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(windows, ignore = "drives curl, which this Windows (Wine) has not")]
 async fn a_redirect_to_a_private_address_is_refused_when_the_client_follows_it() {
     let dns = DnsServer::start().await;
     let (allowed, sink) = setup(&dns).await;
@@ -184,6 +188,7 @@ async fn a_redirect_to_a_private_address_is_refused_when_the_client_follows_it()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(windows, ignore = "drives curl, which this Windows (Wine) has not")]
 async fn a_refused_method_or_a_metadata_header_is_refused_before_any_dial() {
     let dns = DnsServer::start().await;
     let (allowed, _sink) = setup(&dns).await;
