@@ -18,6 +18,9 @@
 //! Anything else on the UNIX socket is a client's HTTP (no request starts
 //! with a `0` byte). A handed-over listener gives whoever sent it nothing
 //! it did not have: its connections are judged like any other.
+//!
+//! Linux only: private views are Linux's (and the checks of what came use
+//! `SO_DOMAIN`, `SO_ACCEPTCONN` and `MSG_CMSG_CLOEXEC`, which macOS lacks).
 
 use std::io::{IoSliceMut, Read as _};
 use std::mem::MaybeUninit;

@@ -30,7 +30,7 @@
 //! ```
 
 mod forward;
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 pub mod handoff;
 mod log;
 mod relay;
@@ -72,7 +72,7 @@ struct Shared {
     log: ProxyLog,
     pool: forward::UpstreamPool,
     /// Listeners handed over on the UNIX socket and served now.
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     handed_over: std::sync::atomic::AtomicUsize,
 }
 
@@ -123,8 +123,8 @@ impl Proxy {
     }
 
     /// Listens on a UNIX socket at `path` (created; it must not exist) and
-    /// serves until dropped: HTTP proxying on each connection, or, on a
-    /// connection that hands over a listening socket (see [`handoff`]: a
+    /// serves until dropped: HTTP proxying on each connection, or, on Linux,
+    /// on a connection that hands over a listening socket (see `handoff`: a
     /// private network view's `127.0.0.1:PORT`), on each connection that
     /// listener accepts.
     ///
@@ -187,7 +187,7 @@ fn shared(policy: EgressPolicy) -> Result<Arc<Shared>, EgressError> {
         client: Client::new(policy)?,
         log: ProxyLog::default(),
         pool: forward::UpstreamPool::default(),
-        #[cfg(unix)]
+        #[cfg(target_os = "linux")]
         handed_over: std::sync::atomic::AtomicUsize::new(0),
     }))
 }
@@ -217,13 +217,17 @@ impl Accept for UnixListener {
     async fn next(&self) -> std::io::Result<tokio::net::UnixStream> {
         Ok(self.accept().await?.0)
     }
-    /// HTTP proxying, or the hand-over of a listener.
+    /// HTTP proxying, or (on Linux, whose private views hand theirs over)
+    /// the hand-over of a listener.
     async fn serve(shared: Arc<Shared>, stream: tokio::net::UnixStream) {
+        #[cfg(target_os = "linux")]
         match handoff::starts_with_handoff(&stream).await {
             Some(true) => handoff::take(shared, stream).await,
             Some(false) => serve_http(shared, stream).await,
             None => {}
         }
+        #[cfg(not(target_os = "linux"))]
+        serve_http(shared, stream).await;
     }
 }
 

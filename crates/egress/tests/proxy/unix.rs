@@ -1,7 +1,10 @@
 //! The proxy on a UNIX socket (what a relay inside a private network view
-//! talks to): the same judgement, over a stream of another kind.
+//! talks to): the same judgement, over a stream of another kind; and, on
+//! Linux, the hand-over of a view's listener.
 
-use agentcaps_egress::proxy::{Proxy, ProxyDecision, handoff};
+#[cfg(target_os = "linux")]
+use agentcaps_egress::proxy::handoff;
+use agentcaps_egress::proxy::{Proxy, ProxyDecision};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
@@ -71,6 +74,7 @@ async fn a_proxy_on_a_unix_socket_judges_like_the_tcp_one() {
 }
 
 /// A proxy on a fresh UNIX socket in a directory of its own.
+#[cfg(target_os = "linux")]
 async fn unix_proxy(
     tag: &str,
     config: &agentcaps_egress::EgressPolicyConfig,
@@ -86,6 +90,7 @@ async fn unix_proxy(
 }
 
 /// One request on a new TCP connection to `addr`, read to the end.
+#[cfg(target_os = "linux")]
 async fn tcp_exchange(addr: std::net::SocketAddr, request: &str) -> String {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -96,6 +101,7 @@ async fn tcp_exchange(addr: std::net::SocketAddr, request: &str) -> String {
 
 /// Hands `listener` over from a blocking thread, as a view's first
 /// process does.
+#[cfg(target_os = "linux")]
 async fn hand_over(
     listener: &std::net::TcpListener,
     path: &std::path::Path,
@@ -107,6 +113,7 @@ async fn hand_over(
         .unwrap()
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handed_over_listener_is_served_and_judged_until_its_connection_closes() {
     let dns = DnsServer::start().await;
@@ -184,6 +191,7 @@ async fn a_handed_over_listener_is_served_and_judged_until_its_connection_closes
 
 /// Sends a `0` byte carrying `fds` on a new connection to `path`; the
 /// proxy's one-byte answer (`None`: it closed without one).
+#[cfg(target_os = "linux")]
 fn raw_handoff(
     path: &std::path::Path,
     fds: &[std::os::fd::BorrowedFd<'_>],
@@ -215,6 +223,7 @@ fn raw_handoff(
     }
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_is_not_one_loopback_listener_is_refused_as_a_handoff() {
     use std::os::fd::AsFd;
@@ -274,6 +283,7 @@ async fn what_is_not_one_loopback_listener_is_refused_as_a_handoff() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxy_holds_at_most_eight_handed_over_listeners_and_frees_their_slots() {
     let dns = DnsServer::start().await;
