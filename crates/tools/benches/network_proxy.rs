@@ -3,9 +3,11 @@
 //! against the same `curl` going direct, same loopback server, same run
 //! (the target: through the proxy at least 0.8× direct).
 //!
-//! - `download_100mb`: one 100 MiB body; the rate `curl` itself reports
-//!   (`%{speed_download}`: the transfer, not agentcaps's start-up or the
-//!   view's write-back).
+//! - `download_100mb`: one 100 MiB body written to curl's standard output
+//!   (a pipe whose reader discards it: agentcaps's, past its output cap, or
+//!   this bench's, going direct); the rate `curl` itself reports on its
+//!   standard error (`%{speed_download}`: the transfer, not agentcaps's
+//!   start-up).
 //! - `keepalive_get`: 1000 GETs of a 64-byte body on one kept-alive
 //!   connection (`curl URL?[1-1000]`); requests per second of the time
 //!   `curl` reports for them (`%{time_total}` summed).
@@ -25,7 +27,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const BIG: usize = 100 * 1024 * 1024;
 const SMALL_REQUESTS: usize = 1000;
@@ -127,27 +129,36 @@ impl Setup {
         path
     }
 
-    /// Runs curl with `args` by `route`; its standard output.
-    fn curl(&self, route: Route, args: &[&str]) -> String {
+    /// Runs curl with `args` by `route`; its standard output and error.
+    fn curl(&self, route: Route, args: &[&str]) -> (String, String) {
         let mut argv: Vec<&str> = vec!["curl", "-sS"];
         if route == Route::ProxyConnect {
             argv.push("-p");
         }
         argv.extend_from_slice(args);
         if route == Route::Direct {
-            let out = Command::new("curl")
+            let mut child = Command::new("curl")
                 .args(&argv[1..])
                 .env_remove("http_proxy")
                 .env_remove("HTTP_PROXY")
                 .current_dir(self.root())
-                .output()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
                 .expect("curl runs (is it installed?)");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return String::from_utf8_lossy(&out.stdout).into_owned();
+            // Read as agentcaps reads a command's output: the first MiB
+            // kept, the rest read and dropped.
+            let stdout = child.stdout.take().expect("stdout");
+            let kept = std::thread::spawn(move || keep_first_mib(stdout));
+            let mut stderr = String::new();
+            let _ = child
+                .stderr
+                .take()
+                .expect("stderr")
+                .read_to_string(&mut stderr);
+            let status = child.wait().expect("curl ends");
+            assert!(status.success(), "{stderr}");
+            return (kept.join().expect("reader"), stderr);
         }
         let out = Command::new(&self.bin)
             .args(["run", "--json", "--policy"])
@@ -170,21 +181,16 @@ impl Setup {
                 "nothing went through the proxy: {json}"
             );
         }
-        result["stdout"].as_str().unwrap_or_default().to_owned()
+        let text = |name: &str| result[name].as_str().unwrap_or_default().to_owned();
+        (text("stdout"), text("stderr"))
     }
 
     /// MiB per second of one 100 MiB download, as curl measured it.
     fn download(&self, route: Route) -> f64 {
         let url = format!("http://127.0.0.2:{}/big", self.port);
-        let out = self.curl(
+        let (_, out) = self.curl(
             route,
-            &[
-                "-o",
-                "big.out",
-                "-w",
-                "%{size_download} %{speed_download}",
-                &url,
-            ],
+            &["-w", "%{stderr}%{size_download} %{speed_download}", &url],
         );
         let mut fields = out.split_whitespace();
         let size: usize = fields.next().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -197,7 +203,7 @@ impl Setup {
     /// times curl measured for them.
     fn small(&self, route: Route) -> f64 {
         let url = format!("http://127.0.0.2:{}/small?[1-{SMALL_REQUESTS}]", self.port);
-        let out = self.curl(route, &["-w", " %{time_total}\\n", &url]);
+        let (out, _) = self.curl(route, &["-w", " %{time_total}\\n", &url]);
         let times: Vec<f64> = out
             .lines()
             .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
@@ -205,6 +211,20 @@ impl Setup {
         assert_eq!(times.len(), SMALL_REQUESTS, "{out}");
         SMALL_REQUESTS as f64 / times.iter().sum::<f64>()
     }
+}
+
+/// Reads `from` to its end, keeping the first MiB.
+fn keep_first_mib(mut from: impl Read) -> String {
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let room = (1usize << 20).saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
