@@ -62,8 +62,9 @@ mod windows {
     }
 
     /// On Windows: whether `dir` is the Windows directory, a program
-    /// directory or `ProgramData` (each with everything beneath it), or the
-    /// directory holding the users' homes. Elsewhere: never.
+    /// directory or `ProgramData` (each with everything beneath it), the
+    /// directory holding the users' homes, or the temporary directory
+    /// itself (as `/tmp` is on Unix). Elsewhere: never.
     pub(super) fn system_directory(dir: &Path) -> bool {
         if !cfg!(windows) {
             return false;
@@ -89,7 +90,9 @@ mod windows {
         let users = var("USERPROFILE")
             .and_then(|home| home.rsplit_once('\\').map(|(up, _)| up.to_owned()))
             .unwrap_or_else(|| format!("{drive}\\users"));
+        let temporary = ["TEMP", "TMP"].iter().filter_map(|name| var(name));
         dir == users
+            || temporary.into_iter().any(|temp| dir == temp)
             || beneath
                 .into_iter()
                 .any(|system| dir == system || dir.starts_with(&format!("{system}\\")))
@@ -130,6 +133,7 @@ mod tests {
         let home = std::env::var("USERPROFILE").expect("USERPROFILE is set on Windows");
         let users = Path::new(&home).parent().expect("the users' directory");
         let system32 = Path::new(&system).join("System32");
+        let temp = std::env::temp_dir();
         let verbatim_system = format!("\\\\?\\{}", system.to_uppercase());
         let slashed_home = home.replace('\\', "/").to_lowercase();
         for dir in [
@@ -143,6 +147,7 @@ mod tests {
             Path::new(&home),
             Path::new(&slashed_home),
             users,
+            temp.as_path(),
         ] {
             assert!(unsafe_for_default(dir), "{}", dir.display());
         }

@@ -238,7 +238,8 @@ impl Policy {
     /// `/lib*`, `/boot`, `/dev`, `/proc`, `/sys`): the default would let the
     /// agent write everywhere under it. On Windows also a drive's root
     /// (`C:\`), the users' directory (`C:\Users`), the home
-    /// (`%USERPROFILE%`), and anything beneath the Windows directory
+    /// (`%USERPROFILE%`), the temporary directory (`%TEMP%`), and anything
+    /// beneath the Windows directory
     /// (`%SystemRoot%`), the program directories (`%ProgramFiles%`,
     /// `%ProgramFiles(x86)%`) and `%ProgramData%`, compared in any case and
     /// spelling.
