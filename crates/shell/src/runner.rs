@@ -362,6 +362,10 @@ fn proxy_caveat(port: Option<u16>, landlock: Enforcement) -> String {
         format!(
             "the network is the proxy on {at}, held by Landlock alone: TCP connects only to {that}, but to any host on that port, and UDP is not restricted"
         )
+    } else if !cfg!(target_os = "linux") {
+        format!(
+            "the network should be the proxy on {at}, but nothing on this platform holds it there: the command can reach the host's network directly"
+        )
     } else {
         format!(
             "the network should be the proxy on {at}, but this kernel's Landlock (ABI {abi}) cannot restrict TCP: the command can reach the host's network directly"
@@ -587,4 +591,27 @@ pub(crate) fn exit_of(status: std::process::ExitStatus) -> Exit {
         }
     }
     Exit::Code(status.code().unwrap_or(-1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::proxy_caveat;
+    use crate::kernel::Enforcement;
+
+    #[test]
+    fn the_proxy_caveat_names_what_holds_the_network_here() {
+        let held = proxy_caveat(Some(3128), Enforcement::Partial { abi: 4 });
+        assert!(held.contains("held by Landlock alone"), "{held}");
+        let open = proxy_caveat(Some(3128), Enforcement::None);
+        assert!(
+            open.contains("the command can reach the host's network directly"),
+            "{open}"
+        );
+        if cfg!(target_os = "linux") {
+            assert!(open.contains("Landlock (ABI 0)"), "{open}");
+        } else {
+            // No Landlock here to speak of.
+            assert!(!open.contains("Landlock"), "{open}");
+        }
+    }
 }
