@@ -22,7 +22,7 @@
 //! Linux only: private views are Linux's (and the checks of what came use
 //! `SO_DOMAIN`, `SO_ACCEPTCONN` and `MSG_CMSG_CLOEXEC`, which macOS lacks).
 
-use std::io::{IoSliceMut, Read as _};
+use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
@@ -72,14 +72,13 @@ pub(super) async fn starts_with_handoff(stream: &UnixStream) -> Option<bool> {
 /// Takes the hand-over that `stream` begins with, then serves the
 /// listener until `stream` closes.
 pub(super) async fn take(shared: Arc<Shared>, mut stream: UnixStream) {
-    let listener = match receive(&stream).await.and_then(|fd| adopt(&shared, fd)) {
-        Ok(listener) => listener,
+    let (listener, held) = match receive(&stream).await.and_then(|fd| adopt(&shared, fd)) {
+        Ok(adopted) => adopted,
         Err(_) => {
             let _ = stream.write_all(&[REFUSED]).await;
             return;
         }
     };
-    let held = HeldSlot(shared.clone());
     if stream.write_all(&[TAKEN]).await.is_err() {
         return;
     }
@@ -96,8 +95,21 @@ pub(super) async fn take(shared: Arc<Shared>, mut stream: UnixStream) {
     drop(held);
 }
 
-/// Frees a slot of [`MAX_HANDED_OVER`] when dropped.
+/// One of the [`MAX_HANDED_OVER`] slots, freed when dropped.
 struct HeldSlot(Arc<Shared>);
+
+impl HeldSlot {
+    /// A free slot, if there is one.
+    fn take(shared: &Arc<Shared>) -> Option<HeldSlot> {
+        shared
+            .handed_over
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_HANDED_OVER).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| HeldSlot(shared.clone()))
+    }
+}
 
 impl Drop for HeldSlot {
     fn drop(&mut self) {
@@ -141,7 +153,7 @@ async fn receive(stream: &UnixStream) -> std::io::Result<OwnedFd> {
 
 /// Checks that `fd` is a listening TCP socket bound to a loopback address,
 /// and takes a slot for it.
-fn adopt(shared: &Shared, fd: OwnedFd) -> std::io::Result<TcpListener> {
+fn adopt(shared: &Arc<Shared>, fd: OwnedFd) -> std::io::Result<(TcpListener, HeldSlot)> {
     let domain = rustix::net::sockopt::socket_domain(fd.as_fd())?;
     if domain != AddressFamily::INET && domain != AddressFamily::INET6 {
         return Err(invalid("not an IP socket"));
@@ -158,60 +170,10 @@ fn adopt(shared: &Shared, fd: OwnedFd) -> std::io::Result<TcpListener> {
         return Err(invalid("not bound to a loopback address"));
     }
     listener.set_nonblocking(true)?;
-    let taken = shared
-        .handed_over
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-            (n < MAX_HANDED_OVER).then_some(n + 1)
-        });
-    if taken.is_err() {
-        return Err(invalid("too many listeners handed over"));
-    }
-    match TcpListener::from_std(listener) {
-        Ok(listener) => Ok(listener),
-        Err(e) => {
-            shared.handed_over.fetch_sub(1, Ordering::SeqCst);
-            Err(e)
-        }
-    }
+    let held = HeldSlot::take(shared).ok_or_else(|| invalid("too many listeners handed over"))?;
+    Ok((TcpListener::from_std(listener)?, held))
 }
 
 fn invalid(what: &str) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned())
-}
-
-/// Hands `listener` to the proxy listening on the UNIX socket `socket`
-/// (blocking, for the process that made the listener): the connection to
-/// keep open for as long as the proxy is to serve it.
-///
-/// # Errors
-///
-/// The socket cannot be reached, or the proxy did not take the listener
-/// (it answered otherwise, or not within five seconds).
-pub fn hand_over(
-    listener: &std::net::TcpListener,
-    socket: &std::path::Path,
-) -> std::io::Result<std::os::unix::net::UnixStream> {
-    use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    let mut stream = std::os::unix::net::UnixStream::connect(socket)?;
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    let fds = [listener.as_fd()];
-    if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err(invalid("no room for the descriptor"));
-    }
-    rustix::net::sendmsg(
-        &stream,
-        &[std::io::IoSlice::new(&[HANDOFF])],
-        &mut control,
-        SendFlags::empty(),
-    )?;
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
-    let mut answer = [0u8; 1];
-    stream.read_exact(&mut answer)?;
-    stream.set_read_timeout(None)?;
-    if answer[0] == TAKEN {
-        Ok(stream)
-    } else {
-        Err(invalid("the proxy did not take the listener"))
-    }
 }

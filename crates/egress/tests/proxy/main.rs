@@ -20,6 +20,9 @@ mod tunnel;
 // UNIX sockets: not on Windows.
 #[cfg(unix)]
 mod unix;
+// The hand-over of a view's listener: Linux, where the views are.
+#[cfg(target_os = "linux")]
+mod handoff;
 
 use std::net::SocketAddr;
 
