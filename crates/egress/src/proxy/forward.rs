@@ -18,10 +18,10 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
 use super::log::ProxyKind;
-use super::{ProxyBody, Shared, dial, entry, judge, refusal};
+use super::{ProxyBody, Shared, dial, entry, judge, refusal, refused_url};
 use crate::error::{EgressError, Phase};
 use crate::headers::judge_meaning;
-use crate::policy::{EgressPolicy, UrlVerdict};
+use crate::policy::UrlVerdict;
 
 /// Idle upstream connections kept per (host, port, address).
 const MAX_IDLE_PER_KEY: usize = 16;
@@ -240,12 +240,7 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     }
     let verdict = match shared.policy().check_url(&uri, &parts.method) {
         Ok(v) => v,
-        Err(e) => {
-            if let Some(host) = EgressPolicy::normalized_host(&uri) {
-                log.host = host;
-            }
-            return refusal(shared, log, &e);
-        }
+        Err(e) => return refused_url(shared, log, &uri, &e),
     };
     log.host = verdict.host();
     log.port = verdict.port();

@@ -306,6 +306,20 @@ fn refusal(shared: &Shared, mut entry: ProxyEntry, e: &EgressError) -> Response<
     response
 }
 
+/// A refusal of `url` by its judgement, logged under the host as a verdict
+/// names it (`0177.0.0.3` as `127.0.0.3`), however it was spelled.
+fn refused_url(
+    shared: &Shared,
+    mut entry: ProxyEntry,
+    url: &str,
+    e: &EgressError,
+) -> Response<ProxyBody> {
+    if let Some(host) = EgressPolicy::normalized_host(url) {
+        entry.host = host;
+    }
+    refusal(shared, entry, e)
+}
+
 fn entry(kind: ProxyKind, method: &Method, host: &str, port: u16) -> ProxyEntry {
     ProxyEntry {
         kind,

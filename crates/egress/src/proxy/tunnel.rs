@@ -10,9 +10,8 @@ use http_body_util::{Either, Full};
 use hyper::body::Incoming;
 
 use super::log::ProxyKind;
-use super::{ProxyBody, Shared, dial, entry, judge, refusal, relay};
+use super::{ProxyBody, Shared, dial, entry, judge, refusal, refused_url, relay};
 use crate::error::EgressError;
-use crate::policy::EgressPolicy;
 
 /// `CONNECT host:port`: judged as `https://host:port/` (every rule but
 /// the method, which travels inside the tunnel); the judged address is
@@ -35,12 +34,7 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     let url = format!("https://{authority}/");
     let verdict = match shared.policy().check_target(&url) {
         Ok(v) => v,
-        Err(e) => {
-            if let Some(host) = EgressPolicy::normalized_host(&url) {
-                log.host = host;
-            }
-            return refusal(shared, log, &e);
-        }
+        Err(e) => return refused_url(shared, log, &url, &e),
     };
     log.host = verdict.host();
     let addrs = match judge(shared, &verdict).await {
