@@ -85,12 +85,16 @@ impl hyper::body::Body for Repeat {
     }
 }
 
-/// A keep-alive HTTP/1.1 server on its own thread and single-threaded
-/// runtime: `/big` answers 100 MB (64 KiB frames of one shared buffer),
-/// anything else 64 bytes.
-fn server() -> SocketAddr {
+/// Listens on 127.0.0.1 from a thread named `name` with a single-threaded
+/// runtime of its own (one event loop, as a process of its own would
+/// have), serving each connection with `serve` on a task; the address.
+fn on_own_thread<F, Fut>(name: &str, serve: F) -> SocketAddr
+where
+    F: Fn(TcpStream) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let (tx, rx) = std::sync::mpsc::channel();
-    let thread = std::thread::Builder::new().name(SERVER_THREAD.to_owned());
+    let thread = std::thread::Builder::new().name(name.to_owned());
     let _ = thread.spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -99,66 +103,52 @@ fn server() -> SocketAddr {
         rt.block_on(async move {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
             tx.send(listener.local_addr().unwrap()).unwrap();
-            let piece = Bytes::from(vec![b'x'; PIECE]);
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
+            while let Ok((stream, _)) = listener.accept().await {
                 let _ = stream.set_nodelay(true);
-                let piece = piece.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let left = if req.uri().path() == "/big" { BIG } else { 64 };
-                        let body = Repeat {
-                            piece: piece.clone(),
-                            left,
-                        };
-                        async move { Ok::<_, Infallible>(hyper::Response::new(body)) }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+                tokio::spawn(serve(stream));
             }
         });
     });
     rx.recv().unwrap()
 }
 
-/// A bare TCP relay on its own thread and single-threaded runtime: each
-/// connection accepted is relayed to `server`, bytes copied both ways with
-/// the proxy's buffer size (256 KiB each way), nothing parsed or judged.
-fn bare_relay(server: SocketAddr) -> SocketAddr {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let thread = std::thread::Builder::new().name(RELAY_THREAD.to_owned());
-    let _ = thread.spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let Ok((mut client, _)) = listener.accept().await else {
-                    return;
+/// A keep-alive HTTP/1.1 server: `/big` answers 100 MB (64 KiB frames of
+/// one shared buffer), anything else 64 bytes.
+fn server() -> SocketAddr {
+    let piece = Bytes::from(vec![b'x'; PIECE]);
+    on_own_thread(SERVER_THREAD, move |stream| {
+        let piece = piece.clone();
+        async move {
+            let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let left = if req.uri().path() == "/big" { BIG } else { 64 };
+                let body = Repeat {
+                    piece: piece.clone(),
+                    left,
                 };
-                let _ = client.set_nodelay(true);
-                tokio::spawn(async move {
-                    let mut upstream = TcpStream::connect(server).await.unwrap();
-                    let _ = upstream.set_nodelay(true);
-                    let _ = tokio::io::copy_bidirectional_with_sizes(
-                        &mut client,
-                        &mut upstream,
-                        256 * 1024,
-                        256 * 1024,
-                    )
-                    .await;
-                });
-            }
-        });
-    });
-    rx.recv().unwrap()
+                async move { Ok::<_, Infallible>(hyper::Response::new(body)) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        }
+    })
+}
+
+/// A bare TCP relay: each connection accepted is relayed to `server`,
+/// bytes copied both ways with the proxy's buffer size (256 KiB each way),
+/// nothing parsed or judged.
+fn bare_relay(server: SocketAddr) -> SocketAddr {
+    on_own_thread(RELAY_THREAD, move |mut client| async move {
+        let mut upstream = TcpStream::connect(server).await.unwrap();
+        let _ = upstream.set_nodelay(true);
+        let _ = tokio::io::copy_bidirectional_with_sizes(
+            &mut client,
+            &mut upstream,
+            256 * 1024,
+            256 * 1024,
+        )
+        .await;
+    })
 }
 
 /// How the client reaches the server.
