@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use agentcaps::Policy;
 use agentcaps::shell::{CommandRequest, RunResult, ShellError};
 
-/// A loopback HTTP server on 127.0.0.2 answering `hello through the
-/// proxy`; counts the connections it accepted.
-fn server() -> (u16, Arc<AtomicUsize>) {
+/// A listener on 127.0.0.2 that counts the connections it accepted and,
+/// given a body, answers each with it over HTTP; its port and the count.
+fn counting(body: Option<&'static str>) -> (u16, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
     let port = listener.local_addr().expect("address").port();
     let hits = Arc::new(AtomicUsize::new(0));
@@ -31,9 +31,9 @@ fn server() -> (u16, Arc<AtomicUsize>) {
         for stream in listener.incoming().take(50) {
             let Ok(mut stream) = stream else { continue };
             counter.fetch_add(1, Ordering::SeqCst);
+            let Some(body) = body else { continue };
             let mut buf = [0u8; 4096];
             let _ = stream.read(&mut buf);
-            let body = "hello through the proxy";
             let _ = write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -44,20 +44,14 @@ fn server() -> (u16, Arc<AtomicUsize>) {
     (port, hits)
 }
 
-/// A listener nobody is allowed to reach; counts what it accepted.
+/// A loopback HTTP server answering `hello through the proxy`.
+fn server() -> (u16, Arc<AtomicUsize>) {
+    counting(Some("hello through the proxy"))
+}
+
+/// A listener nobody is allowed to reach.
 fn bystander() -> (u16, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-    let port = listener.local_addr().expect("address").port();
-    let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().take(50) {
-            if stream.is_ok() {
-                counter.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    });
-    (port, hits)
+    counting(None)
 }
 
 struct Setup {

@@ -43,10 +43,6 @@ fn server() -> (u16, Arc<AtomicUsize>) {
     (port, hits)
 }
 
-fn run(tree: &common::Tree, policy: &std::path::Path, argv: &[&str]) -> serde_json::Value {
-    tree.run_json(policy, argv)
-}
-
 #[test]
 fn commands_reach_the_web_only_through_the_judging_proxy() {
     let tree = common::Tree::new();
@@ -56,11 +52,7 @@ fn commands_reach_the_web_only_through_the_judging_proxy() {
     ));
     let allowed = format!("http://127.0.0.2:{port}/");
 
-    let through = run(
-        &tree,
-        &policy,
-        &["curl", "-sS", "--max-time", "10", &allowed],
-    );
+    let through = tree.run_json(&policy, &["curl", "-sS", "--max-time", "10", &allowed]);
     assert_eq!(through["exit_code"], 0, "{through}");
     assert_eq!(through["stdout"], "hello through the proxy", "{through}");
     assert_eq!(through["enforced"], "full", "{through}");
@@ -73,8 +65,7 @@ fn commands_reach_the_web_only_through_the_judging_proxy() {
     assert_eq!(hits.load(Ordering::SeqCst), 1);
 
     // 127.0.0.3 is not opened: the proxy answers 403 with the rule.
-    let refused = run(
-        &tree,
+    let refused = tree.run_json(
         &policy,
         &[
             "curl",
@@ -104,8 +95,7 @@ fn commands_reach_the_web_only_through_the_judging_proxy() {
     );
 
     // Ignoring the proxy: no route out, nothing asked of the proxy.
-    let direct = run(
-        &tree,
+    let direct = tree.run_json(
         &policy,
         &["curl", "-sS", "--noproxy", "*", "--max-time", "5", &allowed],
     );
@@ -118,8 +108,7 @@ fn commands_reach_the_web_only_through_the_judging_proxy() {
     );
 
     // DNS does not work from inside: the name is never resolved.
-    let dns = run(
-        &tree,
+    let dns = tree.run_json(
         &policy,
         &[
             "curl",
@@ -155,7 +144,7 @@ fn commands_reach_the_web_only_through_the_judging_proxy() {
     let python = tree.policy(&format!(
         "allowed_commands = [\"python3\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
     ));
-    let sockets = run(&tree, &python, &["python3", "sockets.py"]);
+    let sockets = tree.run_json(&python, &["python3", "sockets.py"]);
     assert_eq!(sockets["exit_code"], 0, "{sockets}");
     assert_eq!(sockets["stdout"], "[]\n", "{sockets}");
 }
@@ -172,8 +161,7 @@ fn udp_from_a_proxied_command_goes_nowhere() {
     ));
     // curl's TFTP client sends a UDP datagram to the server (not through
     // the proxy: --noproxy).
-    let tftp = run(
-        &tree,
+    let tftp = tree.run_json(
         &policy,
         &[
             "curl",
@@ -222,8 +210,7 @@ fn tunnels_go_through_the_views_proxy_port_and_are_judged_before_they_open() {
     // `-p`: curl asks the proxy for a CONNECT tunnel even for http://, so
     // the bytes cross the view's port and the proxy's tunnel as HTTPS
     // would; 8 MiB of them arrive whole.
-    let tunnelled = run(
-        &tree,
+    let tunnelled = tree.run_json(
         &policy,
         &[
             "curl",
@@ -262,8 +249,7 @@ fn tunnels_go_through_the_views_proxy_port_and_are_judged_before_they_open() {
 
     // A CONNECT to an IP literal in a denied range, spelled as a mapped
     // IPv6 address: refused (403) before any tunnel opens, and logged.
-    let refused = run(
-        &tree,
+    let refused = tree.run_json(
         &policy,
         &[
             "curl",
