@@ -464,7 +464,7 @@ impl Beneath {
                     std::io::Error::from(std::io::ErrorKind::Unsupported),
                 ));
             }
-            sys::link_at(&staged.dir, &staged.name, temp)
+            sys::link_between(&staged.dir, &staged.name, &staged.dir, temp)
         });
         let kept = match linked {
             Ok((temp, ())) => Kept::Name(temp),

@@ -224,11 +224,6 @@ fn rename_with(
     rustix::fs::unlinkat(&from_dir.0, from, AtFlags::empty()).map_err(failed)
 }
 
-/// Hard-links `from` in `dir` as `to` in the same directory.
-pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed> {
-    rustix::fs::linkat(&dir.0, from, &dir.0, to, AtFlags::empty()).map_err(failed)
-}
-
 /// Hard-links `from` in `from_dir` as `to` in `to_dir`.
 pub(crate) fn link_between(
     from_dir: &Dir,

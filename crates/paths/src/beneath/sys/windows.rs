@@ -253,11 +253,6 @@ pub(crate) fn rename_at(
     }
 }
 
-/// Hard-links `from` in `dir` as `to` in the same directory.
-pub(crate) fn link_at(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<(), Failed> {
-    std::fs::hard_link(dir.path.join(from), dir.path.join(to)).map_err(failed)
-}
-
 /// Hard-links `from` in `from_dir` as `to` in `to_dir`.
 pub(crate) fn link_between(
     from_dir: &Dir,
