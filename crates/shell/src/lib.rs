@@ -88,7 +88,6 @@ mod error;
 mod grammar;
 mod identity;
 mod launcher;
-mod network;
 mod policy;
 mod program;
 mod remote;
@@ -100,22 +99,24 @@ mod tokenize;
 mod validate;
 
 #[cfg(feature = "runner")]
-pub mod kernel;
-#[cfg(feature = "runner")]
-mod output;
-#[cfg(feature = "runner")]
 mod runner;
-#[cfg(feature = "runner")]
-mod tree;
-#[cfg(all(feature = "landlock", target_os = "linux"))]
-mod view_run;
-#[cfg(feature = "runner")]
-pub mod writeback;
 
+/// Kernel confinement (re-exported from `agentcaps-sandbox`).
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::kernel;
+/// The judged write-back (re-exported from `agentcaps-sandbox`).
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::writeback;
+
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::{Change, ChangeAction, Changes, RefusedChange};
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::{Exit, RunResult, Truncated};
 pub use config::{DEVELOPMENT_CACHES, Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
-pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 pub use policy::{
     DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, READ_ONLY_COMMANDS,
     ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,
@@ -125,8 +126,4 @@ pub use rules::{
     ArgumentAccess, Arguments, DefaultWrite, Grammar, OperandRule, OptionRule, ProgramRules, Scope,
     ScriptLanguage, Subcommand, When,
 };
-#[cfg(feature = "runner")]
-pub use runner::{Exit, RunResult, Truncated};
 pub use tokenize::{quote, split};
-#[cfg(feature = "runner")]
-pub use writeback::{Change, ChangeAction, Changes, RefusedChange};
