@@ -22,6 +22,7 @@ pub struct Sandbox {
     pub(crate) require_kernel_enforcement: bool,
     pub(crate) max_output_bytes: u64,
     pub(crate) view: ViewSettings,
+    pub(crate) limits: Limits,
 }
 
 /// How commands get their private view (Linux): the helper executable, the
@@ -40,6 +41,35 @@ pub(crate) struct ViewSettings {
     pub(crate) commit_fault: Option<usize>,
     /// Cache directories overlaid in the view, their writes discarded.
     pub(crate) cache_dirs: Vec<PathBuf>,
+    /// Test seam: the view applies no Landlock (the run must then fail).
+    pub(crate) skip_landlock: bool,
+}
+
+/// Bounds on what one run may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The most processes the command may have at once in its view
+    /// (default 512): a fork bomb stops there (`fork` fails with
+    /// `EAGAIN`), and the host is unaffected.
+    pub max_processes: u64,
+    /// The most bytes the view's `/tmp` and `/dev/shm` may hold together
+    /// (default 1 GiB; each is a private `tmpfs`).
+    pub max_tmp_bytes: u64,
+    /// The most bytes of changes a run may stage in its writable roots
+    /// (default 4 GiB): a run that staged more commits nothing, and says
+    /// so.
+    pub max_change_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_processes: 512,
+            max_tmp_bytes: 1 << 30,
+            max_change_bytes: 4 << 30,
+        }
+    }
 }
 
 impl Default for ViewSettings {
@@ -50,6 +80,7 @@ impl Default for ViewSettings {
             staging: None,
             commit_fault: None,
             cache_dirs: Vec::new(),
+            skip_landlock: false,
         }
     }
 }
@@ -66,6 +97,7 @@ impl Sandbox {
                 require_kernel_enforcement: false,
                 max_output_bytes: 100_000,
                 view: ViewSettings::default(),
+                limits: Limits::default(),
             },
         }
     }
@@ -152,6 +184,22 @@ impl SandboxBuilder {
     /// are discarded when the command ends.
     pub fn cache_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
         self.sandbox.view.cache_dirs = dirs;
+        self
+    }
+
+    /// Bounds on processes, temporary files and staged changes
+    /// ([`Limits::default`] unless set).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.sandbox.limits = limits;
+        self
+    }
+
+    /// Test seam, not for production: the view applies no Landlock domain
+    /// while the runner plans one, so that the run must fail (`view-failed`):
+    /// a result says `full` only for what the view confirmed it applied.
+    #[doc(hidden)]
+    pub fn skip_landlock_in_view(mut self, on: bool) -> Self {
+        self.sandbox.view.skip_landlock = on;
         self
     }
 

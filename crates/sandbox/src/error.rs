@@ -23,6 +23,16 @@ pub enum SandboxError {
         /// What was refused and why, for the model.
         message: String,
     },
+    /// The command's private view failed after this machine was found able
+    /// to build views: the run ended, nothing it wrote was committed, and
+    /// it was not run again with less confinement.
+    #[error(
+        "{reason}; nothing the command wrote was committed, and it was not run again without its view (rule view-failed). Run it again; if it keeps failing, report it"
+    )]
+    ViewFailed {
+        /// What failed.
+        reason: String,
+    },
     /// The sandbox was used the wrong way (for example, a blocking run
     /// inside an async runtime).
     #[error("{message}")]
@@ -33,13 +43,14 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
-    /// The rule this error stands for: `io`, `require-kernel-enforcement`
-    /// or `config`.
+    /// The rule this error stands for: `io`, `require-kernel-enforcement`,
+    /// `view-failed` or `config`.
     #[must_use]
     pub fn rule(&self) -> &'static str {
         match self {
             Self::Spawn { .. } => "io",
             Self::KernelEnforcement { .. } => "require-kernel-enforcement",
+            Self::ViewFailed { .. } => "view-failed",
             Self::Config { .. } => "config",
         }
     }

@@ -77,7 +77,7 @@ mod view_run;
 pub mod writeback;
 
 pub use command::SandboxCommand;
-pub use confinement::{Sandbox, SandboxBuilder};
+pub use confinement::{Limits, Sandbox, SandboxBuilder};
 pub use error::SandboxError;
 pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 pub use run::{Exit, RunResult, Truncated};

@@ -100,12 +100,14 @@ impl Sandbox {
     /// kernel enforcement and it is not available here.
     pub async fn run(&self, command: SandboxCommand) -> Result<RunResult, SandboxError> {
         #[cfg(all(feature = "landlock", target_os = "linux"))]
-        let reason = match self.view_helper() {
-            Err(reason) => reason,
-            Ok(helper) => match self.run_in_view(&command, &helper).await? {
-                crate::view_run::InView::Ran(result) => return Ok(*result),
-                crate::view_run::InView::Unavailable(reason) => reason,
-            },
+        let reason = match self.decide_view() {
+            crate::view_run::ViewDecision::View { helper, base } => {
+                return self.run_in_view(&command, &helper, &base).await;
+            }
+            crate::view_run::ViewDecision::Refuse(reason) => {
+                return Err(SandboxError::ViewFailed { reason });
+            }
+            crate::view_run::ViewDecision::Fallback(reason) => reason,
         };
         #[cfg(not(all(feature = "landlock", target_os = "linux")))]
         let reason =
@@ -121,10 +123,21 @@ impl Sandbox {
     #[must_use]
     pub fn planned_enforcement(&self, program: &Path) -> (Enforcement, Option<String>) {
         #[cfg(all(feature = "landlock", target_os = "linux"))]
-        let reason = match self.probe_view() {
-            Ok(()) => {
+        let reason = match self.decide_view() {
+            crate::view_run::ViewDecision::View { .. } => {
                 let rules = self.kernel_rules(program);
-                return match kernel::would_enforce(&rules) {
+                let landlock = kernel::would_enforce(&rules);
+                if self.paths.is_none() {
+                    return (
+                        Enforcement::Partial { abi: kernel::kernel_abi().min(kernel::FULL_ABI) },
+                        Some("files are not confined: without a path policy the command sees the host's files and its writes land unjudged (its processes, IPC and network are private all the same)".to_owned()),
+                    );
+                }
+                return match landlock {
+                    Enforcement::Full if self.allow_network => (
+                        Enforcement::Partial { abi: kernel::FULL_ABI },
+                        Some("the command shares the host's network (network = \"host\"): that part is not a sandbox".to_owned()),
+                    ),
                     Enforcement::Full => (Enforcement::Full, None),
                     Enforcement::Partial { abi } => (
                         Enforcement::Partial { abi },
@@ -139,7 +152,15 @@ impl Sandbox {
                     ),
                 };
             }
-            Err(reason) => reason,
+            crate::view_run::ViewDecision::Refuse(reason) => {
+                return (
+                    Enforcement::None,
+                    Some(format!(
+                        "commands will not run: {reason} (rule view-failed)"
+                    )),
+                );
+            }
+            crate::view_run::ViewDecision::Fallback(reason) => reason,
         };
         #[cfg(not(all(feature = "landlock", target_os = "linux")))]
         let reason =

@@ -10,40 +10,71 @@ use crate::command::SandboxCommand;
 use crate::confinement::Sandbox;
 use crate::error::SandboxError;
 use crate::kernel::view::plan::{Request, plan};
-use crate::kernel::view::spec::{DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
-use crate::kernel::view::staging::{Staging, default_base};
+use crate::kernel::view::spec::{
+    DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, ProxyPort, Reported, SPEC_FILE, ViewSpec,
+};
+use crate::kernel::view::staging::{Staging, default_base, ensure_private_dir};
 use crate::kernel::view::{HELPER_ARG, PROBE_ARG, PROBE_OK, default_helper};
 use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
-use crate::run::{Exit, RunResult, exit_of, prepare, supervise};
+use crate::run::{Exit, RunResult, prepare, supervise};
 use crate::writeback::{self, CommitFault};
 
 /// How long to wait, after a timeout, for the view's processes to be gone.
 const GONE_AFTER_KILL: Duration = Duration::from_secs(5);
 
-/// A run in the view, or why there was none.
-pub(crate) enum InView {
-    /// The command ran in its view.
-    Ran(Box<RunResult>),
-    /// No view here; nothing ran.
-    Unavailable(String),
+/// Whether commands get a private view here, decided before any command
+/// runs and never by what happens inside one.
+pub(crate) enum ViewDecision {
+    /// Views can be built: every run gets one, or fails (`view-failed`).
+    View {
+        /// The helper executable.
+        helper: PathBuf,
+        /// The private base of the staging directories.
+        base: PathBuf,
+    },
+    /// The probe found no view (or the host turned it off): the fallback,
+    /// saying why.
+    Fallback(String),
+    /// Views could be built, but not safely with what the host configured
+    /// (a staging base that is not this user's private directory): every
+    /// run fails rather than fall back.
+    Refuse(String),
 }
 
-/// Set once the helper found that namespaces cannot be created here: later
-/// runs go straight to the fallback.
-static UNAVAILABLE: Mutex<Option<String>> = Mutex::new(None);
-
 impl Sandbox {
-    /// The helper to run the view with, or why there is no view.
-    pub(crate) fn view_helper(&self) -> Result<PathBuf, String> {
+    /// Decides, once per helper and staging base in this process (the
+    /// probe), whether commands get a private view.
+    pub(crate) fn decide_view(&self) -> ViewDecision {
         if !self.view.enabled {
-            return Err("the host turned the private view off".to_owned());
+            return ViewDecision::Fallback("the host turned the private view off".to_owned());
         }
-        if self.paths.is_none() {
-            return Err("the shell has no path policy, so files are not confined".to_owned());
+        let helper = match self.view_helper() {
+            Ok(helper) => helper,
+            Err(reason) => return ViewDecision::Fallback(reason),
+        };
+        let base = match &self.view.staging {
+            Some(base) => {
+                if let Err(error) = ensure_private_dir(base) {
+                    return ViewDecision::Refuse(format!(
+                        "the staging directory {} cannot be used ({error})",
+                        base.display()
+                    ));
+                }
+                base.clone()
+            }
+            None => match default_base() {
+                Ok(base) => base,
+                Err(reason) => return ViewDecision::Fallback(reason),
+            },
+        };
+        match probe_once(&helper, &base) {
+            Ok(()) => ViewDecision::View { helper, base },
+            Err(reason) => ViewDecision::Fallback(reason),
         }
-        if let Some(reason) = UNAVAILABLE.lock().ok().and_then(|u| u.clone()) {
-            return Err(reason);
-        }
+    }
+
+    /// The helper to run the view with, or why there is none.
+    fn view_helper(&self) -> Result<PathBuf, String> {
         self.view
             .helper
             .clone()
@@ -53,27 +84,24 @@ impl Sandbox {
             })
     }
 
-    /// Runs `command` in its view with `helper`.
+    /// Runs `command` in its view with `helper`, staging beneath `base`.
+    /// Whatever goes wrong with the view ends the run with
+    /// [`SandboxError::ViewFailed`]: nothing is committed, and nothing is
+    /// run again.
     pub(crate) async fn run_in_view(
         &self,
         command: &SandboxCommand,
         helper: &Path,
-    ) -> Result<InView, SandboxError> {
-        let Some(paths) = self.paths.as_ref() else {
-            return Ok(InView::Unavailable("no path policy".to_owned()));
-        };
-        let base = self.view.staging.clone().unwrap_or_else(default_base);
-        let staging = match Staging::create(&base) {
-            Ok(staging) => staging,
-            Err(error) => {
-                return Ok(InView::Unavailable(format!(
-                    "the staging directory {} cannot be made ({error})",
-                    base.display()
-                )));
-            }
-        };
+        base: &Path,
+    ) -> Result<RunResult, SandboxError> {
+        let failed = |reason: String| SandboxError::ViewFailed { reason };
+        let staging = Staging::create(base).map_err(|error| {
+            failed(format!(
+                "the command's staging directory in {} cannot be made ({error})",
+                base.display()
+            ))
+        })?;
         let mut env = command.env.clone();
-        let max_abi = None;
         // The network proxy, serving on a socket in the staging directory
         // before the view is entered; dropped (stopped) after the run.
         let socket = staging.path().join("proxy.sock");
@@ -85,22 +113,34 @@ impl Sandbox {
             }
             None => None,
         };
-        let request = Request {
-            program: &command.program,
-            argv: &command.argv,
-            cwd: &command.cwd,
-            env: &env,
-            private_network: !self.allow_network,
-            max_abi,
-            proxy_socket: session.as_ref().map(|_| socket.as_path()),
-            cache_dirs: &self.view.cache_dirs,
+        let proxy_socket = session.as_ref().map(|_| socket.as_path());
+        let (mut spec, layers) = match &self.paths {
+            Some(paths) => {
+                let request = Request {
+                    program: &command.program,
+                    argv: &command.argv,
+                    cwd: &command.cwd,
+                    env: &env,
+                    private_network: !self.allow_network,
+                    max_abi: None,
+                    proxy_socket,
+                    cache_dirs: &self.view.cache_dirs,
+                };
+                let planned = plan(paths, &request, &staging).map_err(|reason| {
+                    failed(format!("the private view cannot be built: {reason}"))
+                })?;
+                (planned.spec, planned.layers)
+            }
+            None => (
+                host_files_spec(command, env, !self.allow_network, proxy_socket, &staging),
+                Vec::new(),
+            ),
         };
-        let planned = match plan(paths, &request, &staging) {
-            Ok(planned) => planned,
-            Err(reason) => return Ok(InView::Unavailable(reason)),
-        };
-        let spec = serde_json::to_vec(&planned.spec).map_err(|e| spawn_io(helper, e.into()))?;
-        std::fs::write(staging.path().join(SPEC_FILE), spec).map_err(|e| spawn_io(helper, e))?;
+        spec.runner_pid = std::process::id();
+        spec.max_processes = self.limits.max_processes;
+        spec.skip_landlock = self.view.skip_landlock;
+        let text = serde_json::to_vec(&spec).map_err(|e| spawn_io(helper, e.into()))?;
+        std::fs::write(staging.path().join(SPEC_FILE), text).map_err(|e| spawn_io(helper, e))?;
 
         let mut cmd = tokio::process::Command::new(helper);
         cmd.arg(HELPER_ARG)
@@ -131,73 +171,63 @@ impl Sandbox {
             // before it is gone.
             wait_until_gone(staging.path()).await;
         }
-        let outcome = std::fs::read(staging.path().join(OUTCOME_FILE))
-            .ok()
-            .and_then(|text| serde_json::from_slice::<Outcome>(&text).ok());
-        let exit = match outcome {
-            Some(Outcome::Exited(code)) => Exit::Code(code),
-            Some(Outcome::Signaled(signal)) => Exit::Signal(signal),
-            Some(Outcome::Unavailable(reason)) => {
-                if let Ok(mut unavailable) = UNAVAILABLE.lock() {
-                    *unavailable = Some(reason.clone());
-                }
-                return Ok(InView::Unavailable(reason));
+        // Written by the helper's outer stage, which nothing in the view can
+        // reach, from what the view's first process reported on its pipe.
+        let reported = std::fs::read(staging.path().join(OUTCOME_FILE))
+            .map(|text| Reported::parse(&text))
+            .unwrap_or_default();
+        let exit = match &reported.outcome {
+            Some(Outcome::SpawnFailed(kind, message)) if !ran.timed_out => {
+                return Err(SandboxError::Spawn {
+                    program: command.program.clone(),
+                    source: std::io::Error::new(kind_of(kind), message.clone()),
+                });
             }
-            Some(Outcome::Failed(reason)) if !ran.timed_out => {
-                return Ok(InView::Unavailable(format!(
-                    "the private view could not be built here: {reason}"
+            _ if ran.timed_out => Exit::Signal(9),
+            Some(Outcome::Exited(code)) => Exit::Code(*code),
+            Some(Outcome::Signaled(signal)) => Exit::Signal(*signal),
+            Some(Outcome::Failed(reason) | Outcome::Unavailable(reason)) => {
+                return Err(failed(format!(
+                    "the command's private view failed: {reason}"
                 )));
             }
-            // The helper said nothing and never started the view (not a
-            // helper, or it died first): nothing ran.
-            None if !ran.timed_out && !view_started(staging.path()) => {
-                return Ok(InView::Unavailable(format!(
-                    "the view helper {} ended ({}) without starting the view",
+            _ => {
+                return Err(failed(format!(
+                    "the view helper {} ended ({}) without saying how the command ended",
                     helper.display(),
                     ran.status
                 )));
             }
-            Some(Outcome::SpawnFailed(kind, message)) => {
-                return Err(SandboxError::Spawn {
-                    program: command.program.clone(),
-                    source: std::io::Error::new(kind_of(&kind), message),
-                });
-            }
-            _ if ran.timed_out => Exit::Signal(9),
-            _ => exit_of(ran.status),
         };
-        let layers: Vec<(&Path, &Path)> = planned
-            .layers
-            .iter()
-            .map(|layer| (layer.root.as_path(), layer.upper.as_path()))
-            .collect();
-        let changes = writeback::write_back(
-            paths,
-            &layers,
-            &command.cwd,
-            self.view.commit_fault.map(CommitFault),
-        );
-        let rules = KernelRules::from_policy(Some(paths), &command.program, true, false);
-        let landlock = kernel::would_enforce(&rules);
-        let (enforced, reason) = match landlock {
-            Enforcement::Full if self.allow_network => (
-                Enforcement::Partial { abi: FULL_ABI },
+        // What the view applied, as the kernel answered it, against what was
+        // planned: `full` is given only for what was confirmed.
+        let rules = KernelRules::from_policy(self.paths.as_ref(), &command.program, true, false);
+        let planned = kernel::would_enforce(&rules);
+        let landlock = confirmed(&reported, planned).map_err(failed)?;
+        let changes = self.paths.as_ref().map(|paths| {
+            let layers: Vec<(&Path, &Path)> = layers
+                .iter()
+                .map(|layer| (layer.root.as_path(), layer.upper.as_path()))
+                .collect();
+            writeback::write_back(
+                paths,
+                &layers,
+                &command.cwd,
+                self.view.commit_fault.map(CommitFault),
+            )
+        });
+        let (enforced, reason) = if self.paths.is_none() {
+            (
+                Enforcement::Partial {
+                    abi: applied_abi(landlock),
+                },
                 Some(
-                    "the command shares the host's network (network = \"host\"): that part is not a sandbox"
+                    "files are not confined: without a path policy the command sees the host's files and its writes land unjudged (its processes, IPC and network are private all the same)"
                         .to_owned(),
                 ),
-            ),
-            Enforcement::Full => (Enforcement::Full, None),
-            Enforcement::Partial { abi } => (
-                Enforcement::Partial { abi },
-                Some(format!(
-                    "the kernel offers Landlock ABI {abi}; the second wall needs ABI {FULL_ABI}"
-                )),
-            ),
-            Enforcement::None => (
-                Enforcement::Partial { abi: 0 },
-                Some("the kernel has no Landlock: the private view holds alone".to_owned()),
-            ),
+            )
+        } else {
+            in_view_enforcement(landlock, self.allow_network)
         };
         let connections = session.map(|s| s.connections());
         drop(staging);
@@ -208,10 +238,96 @@ impl Sandbox {
             exit,
             enforced,
             reason,
-            Some(changes),
+            changes,
         );
         result.connections = connections;
-        Ok(InView::Ran(Box::new(result)))
+        Ok(result)
+    }
+}
+
+/// The Landlock level the view applied, when it reported walls that match
+/// `planned` (a domain nested for the command wherever there is one);
+/// otherwise why the run cannot be trusted.
+fn confirmed(reported: &Reported, planned: Enforcement) -> Result<Enforcement, String> {
+    let Some(applied) = reported.applied else {
+        return Err("the private view never confirmed the walls it put up".to_owned());
+    };
+    let got = match (applied.landlock_abi, applied.landlock_full) {
+        (0, _) => Enforcement::None,
+        (abi, true) => Enforcement::for_abi(abi),
+        (abi, false) => Enforcement::Partial { abi },
+    };
+    if got != planned {
+        return Err(format!(
+            "the private view applied Landlock `{got}` where `{planned}` was planned"
+        ));
+    }
+    if got != Enforcement::None && !applied.nested {
+        return Err("the command was not put in a Landlock domain of its own".to_owned());
+    }
+    Ok(got)
+}
+
+fn applied_abi(landlock: Enforcement) -> u8 {
+    match landlock {
+        Enforcement::Full => FULL_ABI,
+        Enforcement::Partial { abi } => abi,
+        Enforcement::None => 0,
+    }
+}
+
+/// What a run in its view got, with Landlock at `landlock` inside.
+fn in_view_enforcement(landlock: Enforcement, host_network: bool) -> (Enforcement, Option<String>) {
+    match landlock {
+        Enforcement::Full if host_network => (
+            Enforcement::Partial { abi: FULL_ABI },
+            Some(
+                "the command shares the host's network (network = \"host\"): that part is not a sandbox"
+                    .to_owned(),
+            ),
+        ),
+        Enforcement::Full => (Enforcement::Full, None),
+        Enforcement::Partial { abi } => (
+            Enforcement::Partial { abi },
+            Some(format!(
+                "the kernel offers Landlock ABI {abi}; the second wall needs ABI {FULL_ABI}"
+            )),
+        ),
+        Enforcement::None => (
+            Enforcement::Partial { abi: 0 },
+            Some("the kernel has no Landlock: the private view holds alone".to_owned()),
+        ),
+    }
+}
+
+/// The view of a command without a path policy: the host's files, in new
+/// user, PID, IPC and network namespaces.
+fn host_files_spec(
+    command: &SandboxCommand,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    private_network: bool,
+    proxy_socket: Option<&Path>,
+    staging: &Staging,
+) -> ViewSpec {
+    ViewSpec {
+        new_root: staging.path().join("root"),
+        mounts: Vec::new(),
+        private_network,
+        program: command.program.clone(),
+        argv: command.argv.clone(),
+        cwd: command.cwd.clone(),
+        env,
+        landlock_read: Vec::new(),
+        landlock_write: Vec::new(),
+        max_abi: None,
+        proxy: proxy_socket.map(|socket| ProxyPort {
+            port: crate::network::PROXY_PORT,
+            socket: socket.to_path_buf(),
+        }),
+        host_files: true,
+        runner_pid: 0,
+        max_processes: 0,
+        skip_landlock: false,
     }
 }
 
@@ -219,24 +335,20 @@ impl Sandbox {
 type Probes = BTreeMap<(PathBuf, PathBuf), Result<(), String>>;
 static PROBES: Mutex<Probes> = Mutex::new(BTreeMap::new());
 
-impl Sandbox {
-    /// Whether a command's view can be built here, found by trying: the
-    /// helper is started in its probe mode, which creates the namespaces,
-    /// writes the id maps and mounts an overlay on the staging base's file
-    /// system, then exits. Asked once per helper and base in a process.
-    pub(crate) fn probe_view(&self) -> Result<(), String> {
-        let helper = self.view_helper()?;
-        let base = self.view.staging.clone().unwrap_or_else(default_base);
-        let key = (helper.clone(), base.clone());
-        if let Some(found) = PROBES.lock().ok().and_then(|p| p.get(&key).cloned()) {
-            return found;
-        }
-        let found = probe(&helper, &base);
-        if let Ok(mut probes) = PROBES.lock() {
-            probes.insert(key, found.clone());
-        }
-        found
+/// Whether a view can be built with `helper` on `base`'s file system,
+/// found by trying once in this process: the helper is started in its probe
+/// mode, which creates the namespaces, writes the id maps and mounts an
+/// overlay, then exits.
+fn probe_once(helper: &Path, base: &Path) -> Result<(), String> {
+    let key = (helper.to_path_buf(), base.to_path_buf());
+    if let Some(found) = PROBES.lock().ok().and_then(|p| p.get(&key).cloned()) {
+        return found;
     }
+    let found = probe(helper, base);
+    if let Ok(mut probes) = PROBES.lock() {
+        probes.insert(key, found.clone());
+    }
+    found
 }
 
 fn probe(helper: &Path, base: &Path) -> Result<(), String> {
@@ -290,12 +402,6 @@ fn kind_of(text: &str) -> std::io::ErrorKind {
         "InvalidInput" => K::InvalidInput,
         _ => K::Other,
     }
-}
-
-/// Whether the helper started the view's first process (it records its
-/// process id as soon as it has).
-fn view_started(staging: &Path) -> bool {
-    std::fs::read_to_string(staging.join(INNER_PID_FILE)).is_ok_and(|pid| !pid.trim().is_empty())
 }
 
 /// The helper's exit status, from its done file, once it wrote one.

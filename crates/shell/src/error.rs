@@ -289,6 +289,14 @@ pub enum ShellError {
         /// What the kernel can and cannot enforce.
         message: String,
     },
+    /// The command's private view failed (after this machine was found able
+    /// to build views): the run ended, nothing it wrote was committed, and
+    /// it was not run again with less confinement.
+    #[error("{message}")]
+    ViewFailed {
+        /// What failed, and what was done about it.
+        message: String,
+    },
     /// The program could not be started or waited for.
     #[error("could not run `{}`: {source}", program.display())]
     Spawn {
@@ -308,6 +316,9 @@ impl From<agentcaps_sandbox::SandboxError> for ShellError {
             E::Spawn { program, source } => ShellError::Spawn { program, source },
             E::KernelEnforcement { message } => ShellError::KernelEnforcement { message },
             E::Config { message } => ShellError::Config { message },
+            error @ E::ViewFailed { .. } => ShellError::ViewFailed {
+                message: error.to_string(),
+            },
             // A variant this version does not know: kept as a refusal to run.
             other => ShellError::KernelEnforcement {
                 message: other.to_string(),
@@ -345,6 +356,7 @@ impl ShellError {
             Self::Config { .. } => "config",
             Self::PathIo { .. } => "io",
             Self::KernelEnforcement { .. } => "require-kernel-enforcement",
+            Self::ViewFailed { .. } => "view-failed",
             Self::Spawn { .. } => "io",
         }
     }
@@ -368,6 +380,7 @@ impl ShellError {
             Self::ProgramNotFound { .. }
                 | Self::Config { .. }
                 | Self::PathIo { .. }
+                | Self::ViewFailed { .. }
                 | Self::Spawn { .. }
         )
     }

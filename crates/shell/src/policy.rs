@@ -340,6 +340,8 @@ pub(crate) struct ViewSettings {
     pub(crate) staging: Option<PathBuf>,
     /// Test seam: fail the write-back's commit at this step.
     pub(crate) commit_fault: Option<usize>,
+    /// Test seam: the view applies no Landlock while one is planned.
+    pub(crate) skip_landlock: bool,
     /// Cache directories overlaid in the view, their writes discarded.
     pub(crate) cache_dirs: Vec<PathBuf>,
 }
@@ -351,6 +353,7 @@ impl Default for ViewSettings {
             helper: None,
             staging: None,
             commit_fault: None,
+            skip_landlock: false,
             cache_dirs: Vec::new(),
         }
     }
@@ -505,6 +508,15 @@ impl ShellPolicyBuilder {
         P: Into<PathBuf>,
     {
         self.view.cache_dirs = dirs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Test seam, not for production: the view applies no Landlock domain
+    /// while one is planned, so every run fails (`view-failed`).
+    #[cfg(feature = "runner")]
+    #[doc(hidden)]
+    pub fn skip_landlock_in_view(mut self, on: bool) -> Self {
+        self.view.skip_landlock = on;
         self
     }
 

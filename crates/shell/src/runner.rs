@@ -75,6 +75,7 @@ impl ShellPolicy {
             .staging_dir(self.view.staging.clone())
             .cache_dirs(self.view.cache_dirs.clone())
             .fail_commit_at(self.view.commit_fault)
+            .skip_landlock_in_view(self.view.skip_landlock)
             .build()
     }
 }

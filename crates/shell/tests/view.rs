@@ -5,6 +5,8 @@
 #[path = "view/support.rs"]
 mod support;
 
+#[path = "view/failclosed.rs"]
+mod failclosed;
 #[path = "view/isolation.rs"]
 mod isolation;
 #[path = "view/masking.rs"]

@@ -21,9 +21,13 @@ use std::path::{Path, PathBuf};
 
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
-use super::spec::{DONE_FILE, INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, SPEC_FILE, ViewSpec};
+use super::spec::{
+    Applied, DONE_FILE, INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, REPORT_FD_VAR, Report,
+    SPEC_FILE, ViewSpec,
+};
 use super::{INNER_ARG, PROBE_ARG, PROBE_OK};
 use crate::kernel::domain::Domain;
+use crate::kernel::enforcement::Enforcement;
 use crate::kernel::privileges::drop_all_capabilities;
 use crate::kernel::rules::KernelRules;
 
@@ -42,26 +46,31 @@ pub(super) fn main(stage: &str, staging: &Path) -> i32 {
             }
         };
     }
-    let outcome_path = staging.join(OUTCOME_FILE);
-    let spec = match read_spec(staging) {
-        Ok(spec) => spec,
-        Err(error) => {
-            write_outcome(
-                &outcome_path,
-                &Outcome::Failed(format!("the view spec: {error}")),
-            );
+    if stage == INNER_ARG {
+        // The first process reports only through its pipe to the outer
+        // stage: it opens no file of the host's for that.
+        let Ok(mut report) = Reporter::take() else {
             return 125;
-        }
-    };
-    let outcome = if stage == INNER_ARG {
-        inner(&spec, &outcome_path)
-    } else {
-        match outer(&spec, staging) {
+        };
+        let outcome = match read_spec(staging) {
+            Ok(spec) => inner(&spec, &mut report),
+            Err(error) => Outcome::Failed(format!("the view spec: {error}")),
+        };
+        report.send(&Report::Outcome(outcome));
+        return 125;
+    }
+    let outcome_path = staging.join(OUTCOME_FILE);
+    let failed = match read_spec(staging) {
+        Ok(spec) => match outer(&spec, staging) {
             Ok(code) => return code,
             Err(outcome) => outcome,
-        }
+        },
+        Err(error) => Outcome::Failed(format!("the view spec: {error}")),
     };
-    write_outcome(&outcome_path, &outcome);
+    if let Ok(mut line) = serde_json::to_vec(&Report::Outcome(failed)) {
+        line.push(b'\n');
+        let _ = std::fs::write(&outcome_path, line);
+    }
     125
 }
 
@@ -70,15 +79,81 @@ fn read_spec(staging: &Path) -> io::Result<ViewSpec> {
     serde_json::from_slice(&text).map_err(io::Error::other)
 }
 
-fn write_outcome(path: &Path, outcome: &Outcome) {
-    if let Ok(text) = serde_json::to_vec(outcome) {
-        let _ = std::fs::write(path, text);
+/// The first process's end of the report pipe.
+struct Reporter(std::fs::File);
+
+impl Reporter {
+    /// Takes the pipe the outer stage left open at the descriptor
+    /// [`REPORT_FD_VAR`] names: reopened through `/proc/self/fd`
+    /// (close-on-exec), and the inherited descriptor closed, so that
+    /// nothing the command starts holds it.
+    fn take() -> io::Result<Self> {
+        let fd: i32 = std::env::var(REPORT_FD_VAR)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|fd| *fd > 2)
+            .ok_or_else(|| io::Error::other("no report pipe"))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{fd}"))?;
+        let _ = nix::unistd::close(fd);
+        Ok(Self(file))
+    }
+
+    fn send(&mut self, report: &Report) {
+        if let Ok(mut line) = serde_json::to_vec(report) {
+            line.push(b'\n');
+            let _ = std::io::Write::write_all(&mut self.0, &line);
+        }
     }
 }
 
+/// Copies what the first process reports, one message a line, into `file`
+/// (the outcome file, opened before the view's root replaced the host's)
+/// as it comes, until the first process (and so the view) is gone; at most
+/// 1 MiB. Each line is written whole, so a runner that kills this stage on
+/// a timeout still finds what was reported; a line that does not parse is
+/// dropped.
+fn copy_reports(pipe: std::fs::File, mut file: std::fs::File) {
+    use std::io::{BufRead, Read, Write};
+    let reader = std::io::BufReader::new(pipe.take(1 << 20));
+    for line in reader.split(b'\n').map_while(Result::ok) {
+        if serde_json::from_slice::<Report>(&line).is_ok() {
+            let mut line = line;
+            line.push(b'\n');
+            let _ = file.write_all(&line);
+        }
+    }
+}
+
+/// Ends this process with its runner: the kernel sends `SIGKILL` when the
+/// thread that started it exits; if the runner is gone already, this
+/// process exits at once.
+fn die_with(runner: u32) -> Result<(), Outcome> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| Outcome::Failed(format!("tying the view to its runner: {e}")))?;
+    let parent = rustix::process::getppid().map_or(0, |pid| pid.as_raw_nonzero().get());
+    if runner != 0 && u32::try_from(parent).ok() != Some(runner) {
+        return Err(Outcome::Failed(
+            "the runner was gone before the view started".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Makes this process not dumpable: processes of the same user without
+/// `CAP_SYS_PTRACE` (the command has no capability) cannot trace it, read
+/// its memory or take its descriptors (`pidfd_getfd`).
+fn not_dumpable() -> Result<(), Outcome> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .map_err(|e| Outcome::Failed(format!("making the view's process not dumpable: {e}")))
+}
+
 /// The outer stage: namespaces, id maps, then the inner stage, whose exit
-/// (and so the end of every process of the namespace) it waits for.
+/// (and so the end of every process of the namespace) it waits for, and
+/// whose report it writes into the staging directory.
 fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
+    die_with(spec.runner_pid)?;
     close_inherited_descriptors();
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
@@ -103,6 +178,7 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
             "the user namespace's id maps cannot be written here ({error})"
         ))
     })?;
+    not_dumpable()?;
     let exe = std::env::current_exe()
         .map_err(|error| Outcome::Failed(format!("the helper's own path: {error}")))?;
     // Opened now: once the inner stage pivots (in this same mount
@@ -112,14 +188,27 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
         .map_err(|error| Outcome::Failed(format!("the done file: {error}")))?;
     let pid_file = std::fs::File::create(staging.join(INNER_PID_FILE))
         .map_err(|error| Outcome::Failed(format!("the pid file: {error}")))?;
-    let mut inner = std::process::Command::new(exe)
+    let outcome_file = std::fs::File::create(staging.join(OUTCOME_FILE))
+        .map_err(|error| Outcome::Failed(format!("the outcome file: {error}")))?;
+    // The report pipe: its write end (inherited, not close-on-exec) goes to
+    // the first process alone; this stage keeps the read end.
+    let (read_end, write_end) = nix::unistd::pipe()
+        .map_err(|errno| Outcome::Failed(format!("the report pipe: {}", errno.desc())))?;
+    rustix::io::fcntl_setfd(&read_end, rustix::io::FdFlags::CLOEXEC)
+        .map_err(|e| Outcome::Failed(format!("the report pipe: {e}")))?;
+    let write_fd = std::os::fd::AsRawFd::as_raw_fd(&write_end);
+    let spawned = std::process::Command::new(exe)
         .arg(INNER_ARG)
         .arg(staging)
-        .spawn()
+        .env(REPORT_FD_VAR, write_fd.to_string())
+        .spawn();
+    drop(write_end);
+    let mut inner = spawned
         .map_err(|error| Outcome::Failed(format!("starting the view's first process: {error}")))?;
     // The runner waits for the inner stage to be gone after a timeout.
     let _ = std::io::Write::write_all(&mut &pid_file, inner.id().to_string().as_bytes());
     drop(pid_file);
+    copy_reports(std::fs::File::from(read_end), outcome_file);
     let status = inner
         .wait()
         .map_err(|error| Outcome::Failed(format!("waiting for the view: {error}")))?;
@@ -210,26 +299,59 @@ fn close_inherited_descriptors() {
     }
 }
 
-/// The inner stage, PID 1 of the view.
-fn inner(spec: &ViewSpec, outcome_path: &Path) -> Outcome {
+/// The inner stage, PID 1 of the view: not dumpable, holding no file of
+/// the host's, reporting only through its pipe.
+fn inner(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     // If the outer stage is killed, so is this process, and with it the
     // namespace. (The runner kills the helper's whole process group, this
     // process included, so the moments before this line are covered too.)
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    // The outcome file is opened now: after the pivot it is out of sight.
-    let outcome_file = match std::fs::File::create(outcome_path) {
-        Ok(file) => file,
-        Err(error) => return Outcome::Failed(format!("the outcome file: {error}")),
-    };
-    let outcome = match enter_view(spec) {
-        Ok(()) => run_command(spec),
-        Err(error) => Outcome::Failed(error),
-    };
-    if let Ok(text) = serde_json::to_vec(&outcome) {
-        let _ = std::io::Write::write_all(&mut &outcome_file, &text);
+    if let Err(outcome) = not_dumpable() {
+        return outcome;
     }
-    // `main` writes it again by path, which no longer resolves: harmless.
-    outcome
+    let entered = if spec.host_files {
+        enter_host_files(spec)
+    } else {
+        enter_view(spec)
+    };
+    match entered {
+        Ok(()) => run_command(spec, report),
+        Err(error) => Outcome::Failed(error),
+    }
+}
+
+/// For a command without a path policy: the host's files, in the new
+/// namespaces (private mounts, the view's own `/proc`, its loopback).
+fn enter_host_files(spec: &ViewSpec) -> Result<(), String> {
+    let step = |what: &str, error: io::Error| format!("{what}: {error}");
+    private_mounts_and_network(spec)?;
+    rustix::mount::mount(
+        "proc",
+        "/proc",
+        "proc",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+        None,
+    )
+    .map_err(|e| step("the view's own /proc", e.into()))?;
+    std::env::set_current_dir(&spec.cwd)
+        .map_err(|e| step(&format!("the working directory {}", spec.cwd.display()), e))?;
+    Ok(())
+}
+
+/// What every view starts with: its mounts made private, its loopback up
+/// (a private network), and the proxy's port handed over.
+fn private_mounts_and_network(spec: &ViewSpec) -> Result<(), String> {
+    let step = |what: &str, error: io::Error| format!("{what}: {error}");
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| step("making mounts private", e.into()))?;
+    if spec.private_network {
+        loopback_up().map_err(|e| step("bringing up the private loopback", e))?;
+    }
+    hand_over_proxy_port(spec)?;
+    Ok(())
 }
 
 /// The network proxy's port, when the command's network is the proxy:
@@ -250,15 +372,7 @@ fn hand_over_proxy_port(spec: &ViewSpec) -> Result<(), String> {
 /// Builds the view and enters it; the second wall goes up after.
 fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     let step = |what: &str, error: io::Error| format!("{what}: {error}");
-    rustix::mount::mount_change(
-        "/",
-        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
-    )
-    .map_err(|e| step("making mounts private", e.into()))?;
-    if spec.private_network {
-        loopback_up().map_err(|e| step("bringing up the private loopback", e))?;
-    }
-    hand_over_proxy_port(spec)?;
+    private_mounts_and_network(spec)?;
     let root = &spec.new_root;
     rustix::mount::mount(
         "tmpfs",
@@ -509,20 +623,37 @@ fn read_only(at: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Landlock, `no_new_privs`, no capabilities; then the command, and the
+/// Landlock, `no_new_privs`, no capabilities; then the command, started
+/// from a thread restricted once more (a domain nested inside this
+/// process's, so the command can neither trace nor signal it), and the
 /// reaping of every process until it ends.
-fn run_command(spec: &ViewSpec) -> Outcome {
+fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     let mut rules = KernelRules::new()
         .with_program(&spec.program)
         .with_network(true);
     rules.read.clone_from(&spec.landlock_read);
     rules.write.clone_from(&spec.landlock_write);
+    rules.restrict_files = !spec.host_files;
     rules.max_abi = spec.max_abi;
     let level = crate::kernel::planned_level(&rules);
-    if let Some(key) = Domain::key(&rules, level) {
-        let restricted = Domain::build(&key).and_then(Domain::restrict_current_thread);
-        if let Err(error) = restricted {
-            return Outcome::Failed(format!("Landlock inside the view: {error}"));
+    let key = if spec.skip_landlock {
+        None
+    } else {
+        Domain::key(&rules, level)
+    };
+    let mut applied = Applied {
+        landlock_abi: 0,
+        landlock_full: false,
+        nested: false,
+    };
+    if let Some(key) = &key {
+        match Domain::build(key).and_then(Domain::restrict_current_thread) {
+            Ok(enforced) => {
+                applied.landlock_abi = level;
+                applied.landlock_full =
+                    enforced.is_full() || enforced == Enforcement::for_abi(level);
+            }
+            Err(error) => return Outcome::Failed(format!("Landlock inside the view: {error}")),
         }
     }
     if let Err(error) = rustix::thread::set_no_new_privs(true) {
@@ -530,6 +661,15 @@ fn run_command(spec: &ViewSpec) -> Outcome {
     }
     if let Err(error) = drop_all_capabilities() {
         return Outcome::Failed(format!("dropping capabilities: {error}"));
+    }
+    if spec.max_processes > 0 {
+        let limit = rustix::process::Rlimit {
+            current: Some(spec.max_processes),
+            maximum: Some(spec.max_processes),
+        };
+        if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Nproc, limit) {
+            return Outcome::Failed(format!("the process limit: {error}"));
+        }
     }
     let mut command = std::process::Command::new(&spec.program);
     if let Some(arg0) = spec.argv.first() {
@@ -539,12 +679,38 @@ fn run_command(spec: &ViewSpec) -> Outcome {
         .args(spec.argv.iter().skip(1))
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)));
-    let child = match command.spawn() {
-        Ok(child) => child,
-        Err(error) => {
-            return Outcome::SpawnFailed(format!("{:?}", error.kind()), error.to_string());
-        }
+    // Credentials (the Landlock domain among them) belong to a thread, and
+    // a process inherits those of the thread that starts it.
+    let started = std::thread::scope(|scope| {
+        scope
+            .spawn(|| -> Result<(std::process::Child, bool), Outcome> {
+                let nested = match &key {
+                    Some(key) => {
+                        let enforced = Domain::build(key)
+                            .and_then(Domain::restrict_current_thread)
+                            .map_err(|e| {
+                                Outcome::Failed(format!("the nested Landlock domain: {e}"))
+                            })?;
+                        enforced == Enforcement::for_abi(level) || enforced.is_full()
+                    }
+                    None => false,
+                };
+                command
+                    .spawn()
+                    .map(|child| (child, nested))
+                    .map_err(|error| {
+                        Outcome::SpawnFailed(format!("{:?}", error.kind()), error.to_string())
+                    })
+            })
+            .join()
+    });
+    let (child, nested) = match started {
+        Ok(Ok(started)) => started,
+        Ok(Err(outcome)) => return outcome,
+        Err(_) => return Outcome::Failed("the thread starting the command panicked".to_owned()),
     };
+    applied.nested = nested;
+    report.send(&Report::Applied(applied));
     let main = i32::try_from(child.id()).unwrap_or(0);
     // Reap whatever ends, orphans included, until the command itself does.
     loop {

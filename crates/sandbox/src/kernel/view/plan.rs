@@ -259,6 +259,10 @@ pub(crate) fn plan(
             landlock_write,
             max_abi: request.max_abi,
             proxy,
+            host_files: false,
+            runner_pid: 0,
+            max_processes: 0,
+            skip_landlock: false,
         },
         layers,
     })

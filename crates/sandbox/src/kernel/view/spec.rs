@@ -85,7 +85,78 @@ pub(crate) struct ViewSpec {
     /// proxy by the view's first process.
     #[serde(default)]
     pub(crate) proxy: Option<ProxyPort>,
+    /// No new root: the command sees the host's files (there is no path
+    /// policy), in new user, PID, IPC and network namespaces all the same.
+    #[serde(default)]
+    pub(crate) host_files: bool,
+    /// The runner's process id: the helper ends when its runner is gone.
+    #[serde(default)]
+    pub(crate) runner_pid: u32,
+    /// The most processes the command's user may have in the view
+    /// (`RLIMIT_NPROC`, counted in the view's user namespace); 0: no limit.
+    #[serde(default)]
+    pub(crate) max_processes: u64,
+    /// Test seam: apply no Landlock inside the view (the runner must then
+    /// refuse the run's result, since it planned a domain).
+    #[serde(default)]
+    pub(crate) skip_landlock: bool,
 }
+
+/// What the view's first process applied, as the kernel answered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Applied {
+    /// The Landlock ABI level of the domain applied (0: none).
+    pub(crate) landlock_abi: u8,
+    /// Whether the kernel said the domain is fully enforced, with
+    /// `no_new_privs`.
+    pub(crate) landlock_full: bool,
+    /// Whether the command runs in a domain nested inside the first
+    /// process's (so that it cannot trace or signal it).
+    pub(crate) nested: bool,
+}
+
+/// One message of the view's first process to the helper's outer stage,
+/// over a pipe only they hold (one JSON object a line).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Report {
+    /// The walls are up and the command started.
+    Applied(Applied),
+    /// How it ended.
+    Outcome(Outcome),
+}
+
+/// What the first process reported, as the runner reads it from the
+/// outcome file, where the helper's outer stage (which nothing in the view
+/// can reach) copies each [`Report`] line as it comes: the last of each
+/// kind counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Reported {
+    /// The walls, as applied.
+    pub(crate) applied: Option<Applied>,
+    /// How the run ended.
+    pub(crate) outcome: Option<Outcome>,
+}
+
+impl Reported {
+    /// Reads the lines of an outcome file; lines that do not parse (one
+    /// cut short by a kill) are ignored.
+    pub(crate) fn parse(text: &[u8]) -> Self {
+        let mut reported = Reported::default();
+        for line in text.split(|b| *b == b'\n') {
+            match serde_json::from_slice::<Report>(line) {
+                Ok(Report::Applied(applied)) => reported.applied = Some(applied),
+                Ok(Report::Outcome(outcome)) => reported.outcome = Some(outcome),
+                Err(_) => {}
+            }
+        }
+        reported
+    }
+}
+
+/// The variable that tells the first process which descriptor is its end
+/// of the report pipe.
+pub(crate) const REPORT_FD_VAR: &str = "AGENTCAPS_VIEW_REPORT_FD";
 
 /// The network proxy's port in a view and the socket to hand it to.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -101,8 +172,8 @@ pub(crate) struct ProxyPort {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Outcome {
-    /// The namespaces could not be created here: nothing ran, and the
-    /// runner may fall back to confinement without a view.
+    /// The namespaces could not be created here: nothing ran. (Only the
+    /// probe decides whether views exist; for a run this is a failure.)
     Unavailable(String),
     /// The view could not be built, or the command could not be started:
     /// nothing ran.

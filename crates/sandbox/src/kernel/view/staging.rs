@@ -44,16 +44,98 @@ impl Drop for Staging {
     }
 }
 
-/// The default base: `agentcaps-view-UID` in the system's temporary
-/// directory.
-pub(crate) fn default_base() -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "agentcaps-view-{}",
-        rustix::process::geteuid().as_raw()
+/// The default base of this process: a fresh directory
+/// `agentcaps-UID-PID.RANDOM` in the system's temporary directory, created
+/// with `mkdtemp` semantics (a new name, made `0700` by this process; a name
+/// someone else made first is never used: another is tried). Made once per
+/// process; the bases of processes that no longer run are removed when it
+/// is made.
+///
+/// # Errors
+///
+/// Why no base could be made (the temporary directory is not writable).
+pub(crate) fn default_base() -> Result<PathBuf, String> {
+    static BASE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| fresh_base(&std::env::temp_dir()))
+        .clone()
+}
+
+/// The name prefix of this user's bases.
+fn base_prefix() -> String {
+    format!("agentcaps-{}-", rustix::process::geteuid().as_raw())
+}
+
+/// A new private directory in `tmp` (see [`default_base`]).
+pub(crate) fn fresh_base(tmp: &Path) -> Result<PathBuf, String> {
+    use std::hash::{BuildHasher, Hasher};
+    remove_stale_bases(tmp);
+    let mut last = None;
+    for attempt in 0..16u64 {
+        // A key the standard library draws from the system's randomness.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(attempt);
+        let name = format!(
+            "{}{}.{:016x}",
+            base_prefix(),
+            std::process::id(),
+            hasher.finish()
+        );
+        let dir = tmp.join(name);
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {
+                let meta = std::fs::symlink_metadata(&dir).map_err(|e| e.to_string())?;
+                if meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw() {
+                    return Ok(dir);
+                }
+                last = Some(io::Error::other(
+                    "made, but not as a directory of this user",
+                ));
+            }
+            // Someone made that name first: it is never used.
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => last = Some(error),
+            Err(error) => {
+                return Err(format!(
+                    "no private staging directory can be made in {} ({error})",
+                    tmp.display()
+                ));
+            }
+        }
+    }
+    Err(format!(
+        "no private staging directory can be made in {} ({})",
+        tmp.display(),
+        last.map_or_else(String::new, |e| e.to_string())
     ))
 }
 
-fn ensure_private_dir(base: &Path) -> io::Result<()> {
+/// Removes this user's bases in `tmp` whose process no longer runs.
+fn remove_stale_bases(tmp: &Path) {
+    let prefix = base_prefix();
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let ours = std::fs::symlink_metadata(entry.path())
+            .is_ok_and(|meta| meta.is_dir() && meta.uid() == me);
+        if ours && pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = remove_all(&entry.path());
+        }
+    }
+}
+
+/// Makes `base` (`0700`) if missing; it must be a directory of this user,
+/// not a link.
+pub(crate) fn ensure_private_dir(base: &Path) -> io::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(base) {
         Ok(()) => {}
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}

@@ -1,0 +1,201 @@
+//! The view fails closed: nothing the command can reach speaks for the
+//! view, a failed view is an error (never a second run with less), and
+//! nothing from outside downgrades a run.
+
+use std::os::unix::fs::PermissionsExt;
+
+use agentcaps_shell::{CommandRequest, ShellPolicy};
+
+use crate::support::{Project, run};
+
+/// A policy that also allows `python3`, an interpreter that can make any
+/// system call through `ctypes`.
+fn with_python(project: &Project) -> ShellPolicy {
+    project
+        .policy()
+        .allow_command("python3")
+        .build()
+        .expect("policy")
+}
+
+/// Tries every way the second generation's view was taken over from
+/// inside: ptrace of the view's first process (PID 1), its descriptors
+/// through `pidfd_getfd` and `/proc/1/fd`, its memory, and killing it.
+const TAKEOVER: &str = r#"
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+def err():
+    return errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+r = libc.ptrace(16, 1, 0, 0)  # PTRACE_ATTACH
+print("ptrace", r, err() if r != 0 else "ATTACHED")
+pidfd = libc.syscall(434, 1, 0)  # pidfd_open
+print("pidfd_open", "ok" if pidfd >= 0 else err())
+if pidfd >= 0:
+    for fd in range(0, 256):
+        got = libc.syscall(438, pidfd, fd, 0)  # pidfd_getfd
+        if got >= 0:
+            print("TOOK", fd, os.readlink("/proc/self/fd/%d" % got))
+# Its descriptors' numbers may show; none may be opened or followed.
+try:
+    numbers = os.listdir("/proc/1/fd")
+except OSError:
+    numbers = []
+for what in ["/proc/1/fd/" + n for n in numbers] + ["/proc/1/mem", "/proc/1/environ"]:
+    try:
+        open(what, "rb").read(1)
+        print("OPENED", what)
+    except OSError as e:
+        print("denied", what, errno.errorcode.get(e.errno))
+    try:
+        print("FOLLOWED", what, os.readlink(what))
+    except OSError:
+        pass
+try:
+    os.kill(1, 9)
+    print("signalled")
+except OSError as e:
+    print("kill", errno.errorcode.get(e.errno))
+print("still here")
+with open("marker.txt", "a") as f:
+    f.write("ran\n")
+"#;
+
+#[test]
+fn the_command_cannot_take_over_the_views_first_process() {
+    let project = Project::new();
+    let policy = with_python(&project);
+    std::fs::write(project.root.join("takeover.py"), TAKEOVER).expect("script");
+    let result = run(&policy, CommandRequest::argv(["python3", "takeover.py"]));
+    let out = &result.stdout;
+    assert!(out.contains("ptrace -1 EPERM"), "{result:#?}");
+    assert!(!out.contains("ATTACHED"), "{out}");
+    assert!(
+        !out.contains("TOOK"),
+        "the command took a descriptor of PID 1: {out}"
+    );
+    assert!(
+        !out.contains("OPENED") && !out.contains("FOLLOWED"),
+        "{out}"
+    );
+    assert!(out.contains("denied /proc/1/mem"), "{out}");
+    // Its domain is nested inside PID 1's: it cannot signal it either.
+    assert!(out.contains("kill EPERM"), "{out}");
+    assert!(out.contains("still here"), "{result:#?}");
+    // It ran once, in its view, and its one write landed through the
+    // write-back.
+    assert_eq!(result.enforced.to_string(), "full", "{result:#?}");
+    assert_eq!(project.read("marker.txt").as_deref(), Some("ran\n"));
+}
+
+#[test]
+fn a_view_that_does_not_confirm_its_walls_fails_and_later_runs_keep_theirs() {
+    let project = Project::new();
+    // The seam: the view applies no Landlock while the runner plans one.
+    let broken = project
+        .policy()
+        .skip_landlock_in_view(true)
+        .build()
+        .expect("policy");
+    std::fs::write(
+        project.root.join("run.sh"),
+        "echo ran >> marker.txt; cat .env\n",
+    )
+    .expect("script");
+    let command = broken
+        .validate(&CommandRequest::argv(["sh", "run.sh"]))
+        .expect("valid");
+    let error = broken
+        .run_blocking(command)
+        .expect_err("a view that did not hold");
+    assert_eq!(error.rule(), "view-failed", "{error}");
+    insta::assert_snapshot!(error.to_string(), @"the private view applied Landlock `none` where `full` was planned; nothing the command wrote was committed, and it was not run again without its view (rule view-failed). Run it again; if it keeps failing, report it");
+    // Nothing was committed, and it was not run again without its view.
+    assert_eq!(project.read("marker.txt"), None);
+    // And nothing changed for later runs in this process.
+    let good = project.policy().build().expect("policy");
+    let result = project.sh(
+        &good,
+        "echo ran >> marker.txt; cat .env || echo no-secret\n",
+    );
+    assert_eq!(result.enforced.to_string(), "full", "{result:#?}");
+    assert!(result.stdout.contains("no-secret"), "{result:#?}");
+    assert!(!result.stdout.contains("hunter2"));
+    assert_eq!(project.read("marker.txt").as_deref(), Some("ran\n"));
+}
+
+#[test]
+fn a_staging_base_someone_else_made_first_neither_is_used_nor_downgrades() {
+    // The second generation's base was `agentcaps-view-UID` in /tmp: a
+    // local user who made it first turned every run into Landlock-only.
+    let uid = rustix::process::geteuid().as_raw();
+    let squatted = std::env::temp_dir().join(format!("agentcaps-view-{uid}"));
+    let _ = std::fs::create_dir(&squatted);
+    std::fs::set_permissions(&squatted, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    if uid == 0 {
+        // As root: hand it to nobody, as another user would have it.
+        std::os::unix::fs::chown(&squatted, Some(65534), Some(65534)).expect("chown");
+    }
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(&policy, "cat .env || echo no-secret\n");
+    assert_eq!(result.enforced.to_string(), "full", "{result:#?}");
+    assert!(!result.stdout.contains("hunter2"), "{result:#?}");
+    let _ = std::fs::remove_dir(&squatted);
+}
+
+#[test]
+fn a_command_in_the_view_finds_no_staging_directory_and_no_outcome_file() {
+    // What the runner reads (the outcome, the staged writes) is not in the
+    // view: the command cannot write its own report.
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let tmp = std::env::temp_dir();
+    let result = project.sh(
+        &policy,
+        &format!("ls {} | grep agentcaps || echo none-here\n", tmp.display()),
+    );
+    assert!(result.stdout.contains("none-here"), "{result:#?}");
+}
+
+#[test]
+fn without_a_path_policy_the_network_is_still_private() {
+    // No path policy: files are as on the host, but the command still runs
+    // in its own namespaces, so `network = "none"` holds for UDP too.
+    let host = std::net::UdpSocket::bind("127.0.0.1:0").expect("udp");
+    host.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .expect("timeout");
+    let port = host.local_addr().expect("addr").port();
+    let project = Project::new();
+    let policy = ShellPolicy::builder(&project.root)
+        .allow_command("python3")
+        .view_helper(crate::support::helper())
+        .build()
+        .expect("policy");
+    std::fs::write(
+        project.root.join("udp.py"),
+        format!(
+            "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+             try:\n    s.sendto(b'leak', ('127.0.0.1', {port}))\n    print('sent')\n\
+             except OSError as e:\n    print('refused', e)\n"
+        ),
+    )
+    .expect("script");
+    let result = run(&policy, CommandRequest::argv(["python3", "udp.py"]));
+    let mut buf = [0u8; 16];
+    assert!(
+        host.recv(&mut buf).is_err(),
+        "a datagram reached the host: {result:#?}"
+    );
+    assert!(result.stdout.contains("sent"), "{result:#?}");
+    assert!(
+        result.enforced.to_string().starts_with("partial"),
+        "{result:#?}"
+    );
+    assert!(
+        result
+            .enforced_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("files are not confined")),
+        "{result:#?}"
+    );
+}
