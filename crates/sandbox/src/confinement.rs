@@ -62,6 +62,29 @@ pub struct Limits {
     pub max_change_bytes: u64,
 }
 
+impl Limits {
+    /// With at most `n` processes at once.
+    #[must_use]
+    pub fn with_max_processes(mut self, n: u64) -> Self {
+        self.max_processes = n;
+        self
+    }
+
+    /// With at most `bytes` in `/tmp` and `/dev/shm` together.
+    #[must_use]
+    pub fn with_max_tmp_bytes(mut self, bytes: u64) -> Self {
+        self.max_tmp_bytes = bytes;
+        self
+    }
+
+    /// With at most `bytes` of staged changes.
+    #[must_use]
+    pub fn with_max_change_bytes(mut self, bytes: u64) -> Self {
+        self.max_change_bytes = bytes;
+        self
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

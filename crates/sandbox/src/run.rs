@@ -99,6 +99,7 @@ impl Sandbox {
     /// for; [`SandboxError::KernelEnforcement`] when the policy requires full
     /// kernel enforcement and it is not available here.
     pub async fn run(&self, command: SandboxCommand) -> Result<RunResult, SandboxError> {
+        raise_open_files_limit();
         #[cfg(all(feature = "landlock", target_os = "linux"))]
         let reason = match self.decide_view() {
             crate::view_run::ViewDecision::View { helper, base } => {
@@ -360,6 +361,29 @@ impl Sandbox {
             self.allow_network,
             self.require_kernel_enforcement,
         )
+    }
+}
+
+/// Raises this process's soft limit on open files to its hard limit, once:
+/// the write-back of a large run needs many, and the usual soft limit (1024)
+/// is far below what the system allows.
+fn raise_open_files_limit() {
+    #[cfg(unix)]
+    {
+        static RAISED: std::sync::Once = std::sync::Once::new();
+        RAISED.call_once(|| {
+            use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+            let limit = getrlimit(Resource::Nofile);
+            if limit.maximum != limit.current {
+                let _ = setrlimit(
+                    Resource::Nofile,
+                    Rlimit {
+                        current: limit.maximum,
+                        maximum: limit.maximum,
+                    },
+                );
+            }
+        });
     }
 }
 

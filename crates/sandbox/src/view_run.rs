@@ -138,6 +138,11 @@ impl Sandbox {
         };
         spec.runner_pid = std::process::id();
         spec.max_processes = self.limits.max_processes;
+        spec.tmpfs_bytes = self.limits.max_tmp_bytes / 2;
+        // Root's processes are not counted by `RLIMIT_NPROC`: a cgroup
+        // holds them instead, where one can be made.
+        let cgroup = crate::kernel::view::pids::PidsCgroup::for_root(self.limits.max_processes);
+        spec.pids_cgroup = cgroup.as_ref().map(|c| c.path().to_path_buf());
         spec.skip_landlock = self.view.skip_landlock;
         let text = serde_json::to_vec(&spec).map_err(|e| spawn_io(helper, e.into()))?;
         std::fs::write(staging.path().join(SPEC_FILE), text).map_err(|e| spawn_io(helper, e))?;
@@ -231,6 +236,7 @@ impl Sandbox {
         };
         let connections = session.map(|s| s.connections());
         drop(staging);
+        drop(cgroup);
         let mut result = ran.to_result(
             started,
             command.program.clone(),
@@ -327,6 +333,8 @@ fn host_files_spec(
         host_files: true,
         runner_pid: 0,
         max_processes: 0,
+        tmpfs_bytes: 0,
+        pids_cgroup: None,
         skip_landlock: false,
     }
 }

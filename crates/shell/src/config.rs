@@ -122,6 +122,15 @@ pub struct ShellPolicyConfig {
     pub cache_dirs: Option<Vec<PathBuf>>,
     /// Refuse to run when the kernel cannot enforce the policy.
     pub require_kernel_enforcement: bool,
+    /// The most processes a command may have at once in its view (default
+    /// 512).
+    pub max_processes: u64,
+    /// The most bytes the view's `/tmp` and `/dev/shm` may hold together
+    /// (default 1 GiB).
+    pub max_tmp_bytes: u64,
+    /// The most bytes of changes a command may stage in the writable roots
+    /// (default 4 GiB); more, and nothing is committed.
+    pub max_change_bytes: u64,
 }
 
 impl Default for ShellPolicyConfig {
@@ -146,6 +155,9 @@ impl Default for ShellPolicyConfig {
             network: None,
             cache_dirs: None,
             require_kernel_enforcement: false,
+            max_processes: 512,
+            max_tmp_bytes: 1 << 30,
+            max_change_bytes: 4 << 30,
         }
     }
 }
@@ -246,7 +258,12 @@ impl ShellPolicyConfig {
                 }
                 expanded.push(dir);
             }
-            builder = builder.cache_dirs(expanded);
+            builder = builder.cache_dirs(expanded).limits(
+                agentcaps_sandbox::Limits::default()
+                    .with_max_processes(self.max_processes)
+                    .with_max_tmp_bytes(self.max_tmp_bytes)
+                    .with_max_change_bytes(self.max_change_bytes),
+            );
         }
         builder
             .timeout(Duration::from_millis(self.timeout_ms))

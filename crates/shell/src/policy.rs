@@ -340,6 +340,9 @@ pub(crate) struct ViewSettings {
     pub(crate) staging: Option<PathBuf>,
     /// Test seam: fail the write-back's commit at this step.
     pub(crate) commit_fault: Option<usize>,
+    /// Bounds on processes, temporary files and staged changes.
+    #[cfg(feature = "runner")]
+    pub(crate) limits: agentcaps_sandbox::Limits,
     /// Test seam: the view applies no Landlock while one is planned.
     pub(crate) skip_landlock: bool,
     /// Cache directories overlaid in the view, their writes discarded.
@@ -353,6 +356,8 @@ impl Default for ViewSettings {
             helper: None,
             staging: None,
             commit_fault: None,
+            #[cfg(feature = "runner")]
+            limits: agentcaps_sandbox::Limits::default(),
             skip_landlock: false,
             cache_dirs: Vec::new(),
         }
@@ -508,6 +513,15 @@ impl ShellPolicyBuilder {
         P: Into<PathBuf>,
     {
         self.view.cache_dirs = dirs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Bounds on what each command may take: processes, temporary files,
+    /// staged changes (see [`Limits`](agentcaps_sandbox::Limits); its
+    /// defaults unless set).
+    #[cfg(feature = "runner")]
+    pub fn limits(mut self, limits: agentcaps_sandbox::Limits) -> Self {
+        self.view.limits = limits;
         self
     }
 

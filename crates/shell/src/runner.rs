@@ -76,6 +76,7 @@ impl ShellPolicy {
             .cache_dirs(self.view.cache_dirs.clone())
             .fail_commit_at(self.view.commit_fault)
             .skip_landlock_in_view(self.view.skip_landlock)
+            .limits(self.view.limits)
             .build()
     }
 }

@@ -595,3 +595,56 @@ fn fetch_says_on_stderr_when_the_body_was_cut() {
         run.stderr
     );
 }
+
+/// Killing `agentcaps run` (as an MCP client stopping its server does)
+/// kills the command's view and everything in it within a second, for
+/// `SIGKILL` as for `SIGTERM`.
+#[cfg(target_os = "linux")]
+#[test]
+fn killing_agentcaps_kills_the_view_within_a_second() {
+    for (signal, marker) in [("-KILL", "987671"), ("-TERM", "987672")] {
+        let tree = common::Tree::new();
+        let policy = tree.policy("allowed_commands = [\"sleep\"]\npath_policy = true\n");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentcaps"))
+            .current_dir(&tree.root)
+            .args(["run", "--policy"])
+            .arg(&policy)
+            .args(["--", "sleep", marker])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("agentcaps");
+        let running = || {
+            std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+                .any(|cmdline| cmdline == format!("sleep\0{marker}\0").as_bytes())
+        };
+        let started = std::time::Instant::now();
+        while !running() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(20),
+                "the command never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let killed = Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let _ = child.wait();
+        let at = std::time::Instant::now();
+        while running() {
+            assert!(
+                at.elapsed() < std::time::Duration::from_secs(1),
+                "the command outlived agentcaps ({signal}) by more than a second"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}

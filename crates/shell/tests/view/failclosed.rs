@@ -199,3 +199,57 @@ fn without_a_path_policy_the_network_is_still_private() {
         "{result:#?}"
     );
 }
+
+#[test]
+fn a_fork_bomb_stops_at_max_processes() {
+    // Bounded on purpose (200 forks at most), so that a limit that did not
+    // hold would not harm the machine: the view must stop it far earlier.
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .limits(agentcaps_shell::Limits::default().with_max_processes(32))
+        .build()
+        .expect("policy");
+    // Builtins and redirections only (no fork) record each started job.
+    let result = project.sh(
+        &policy,
+        "i=0; while [ $i -lt 200 ]; do sleep 60 & echo \"$!\" >> pids.txt; i=$((i+1)); done 2>> err.txt\n",
+    );
+    let pids = project
+        .read("pids.txt")
+        .unwrap_or_else(|| panic!("{result:#?}"));
+    let started: std::collections::BTreeSet<&str> = pids.lines().collect();
+    assert!(
+        started.len() <= 32,
+        "{} processes started: {result:#?}",
+        started.len()
+    );
+    assert!(started.len() >= 20, "the loop hardly ran: {result:#?}");
+    let errors = project.read("err.txt").unwrap_or_default();
+    assert!(errors.contains("fork"), "{errors}");
+}
+
+#[test]
+fn a_tmpfs_fill_stops_at_max_tmp_bytes() {
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .limits(agentcaps_shell::Limits::default().with_max_tmp_bytes(16 << 20))
+        .build()
+        .expect("policy");
+    let result = project.sh(
+        &policy,
+        "head -c 100000000 /dev/zero > /tmp/big; echo \"size $(wc -c < /tmp/big)\"\n",
+    );
+    assert!(
+        result.stderr.contains("No space left on device"),
+        "{result:#?}"
+    );
+    let size: u64 = result
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("size "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{result:#?}"));
+    assert!(size <= 8 << 20, "{size} bytes in /tmp");
+}

@@ -154,6 +154,10 @@ fn not_dumpable() -> Result<(), Outcome> {
 /// whose report it writes into the staging directory.
 fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
     die_with(spec.runner_pid)?;
+    if let Some(cgroup) = &spec.pids_cgroup {
+        std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())
+            .map_err(|e| Outcome::Failed(format!("joining the view's pids cgroup: {e}")))?;
+    }
     close_inherited_descriptors();
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
@@ -383,7 +387,7 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     )
     .map_err(|e| step("the view's root", e.into()))?;
     for mount in &spec.mounts {
-        apply(root, mount).map_err(|e| format!("{}: {e}", describe(mount)))?;
+        apply(root, mount, spec.tmpfs_bytes).map_err(|e| format!("{}: {e}", describe(mount)))?;
     }
     // The root itself becomes read-only: nothing but the mounts is writable.
     rustix::mount::mount_remount(
@@ -484,7 +488,7 @@ fn mount_point(at: &Path, directory: bool) -> io::Result<()> {
     }
 }
 
-fn apply(root: &Path, mount: &Mount) -> io::Result<()> {
+fn apply(root: &Path, mount: &Mount, tmpfs_bytes: u64) -> io::Result<()> {
     match mount {
         Mount::Bind {
             source,
@@ -502,7 +506,16 @@ fn apply(root: &Path, mount: &Mount) -> io::Result<()> {
         Mount::Tmpfs { target, mode } => {
             let at = under(root, target);
             mkdir_p(&at)?;
-            let data = CString::new(format!("mode={mode:o}")).map_err(io::Error::other)?;
+            // `/dev` only holds mount points; every other tmpfs of the view
+            // takes writes, each bounded.
+            let size = if target == Path::new("/dev") {
+                ",size=1m".to_owned()
+            } else if tmpfs_bytes > 0 {
+                format!(",size={tmpfs_bytes}")
+            } else {
+                String::new()
+            };
+            let data = CString::new(format!("mode={mode:o}{size}")).map_err(io::Error::other)?;
             rustix::mount::mount(
                 "tmpfs",
                 &at,

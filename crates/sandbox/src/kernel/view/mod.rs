@@ -36,6 +36,8 @@ mod credentials;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod helper;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
+pub(crate) mod pids;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod plan;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod proxy_port;

@@ -262,6 +262,8 @@ pub(crate) fn plan(
             host_files: false,
             runner_pid: 0,
             max_processes: 0,
+            tmpfs_bytes: 0,
+            pids_cgroup: None,
             skip_landlock: false,
         },
         layers,

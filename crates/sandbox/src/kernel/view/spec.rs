@@ -96,6 +96,14 @@ pub(crate) struct ViewSpec {
     /// (`RLIMIT_NPROC`, counted in the view's user namespace); 0: no limit.
     #[serde(default)]
     pub(crate) max_processes: u64,
+    /// The most bytes each writable `tmpfs` of the view (`/tmp`, `/dev/shm`,
+    /// a private home) may hold; 0: the kernel's default.
+    #[serde(default)]
+    pub(crate) tmpfs_bytes: u64,
+    /// A `pids` cgroup the helper joins before it makes the view (when the
+    /// runner is root, whose processes `RLIMIT_NPROC` does not count).
+    #[serde(default)]
+    pub(crate) pids_cgroup: Option<PathBuf>,
     /// Test seam: apply no Landlock inside the view (the runner must then
     /// refuse the run's result, since it planned a domain).
     #[serde(default)]
