@@ -127,20 +127,26 @@ fn a_view_that_does_not_confirm_its_walls_fails_and_later_runs_keep_theirs() {
 fn a_staging_base_someone_else_made_first_neither_is_used_nor_downgrades() {
     // The second generation's base was `agentcaps-view-UID` in /tmp: a
     // local user who made it first turned every run into Landlock-only.
+    struct Squat(std::path::PathBuf);
+    impl Drop for Squat {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
     let uid = rustix::process::geteuid().as_raw();
-    let squatted = std::env::temp_dir().join(format!("agentcaps-view-{uid}"));
-    let _ = std::fs::create_dir(&squatted);
-    std::fs::set_permissions(&squatted, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let squat = Squat(std::env::temp_dir().join(format!("agentcaps-view-{uid}")));
+    let squatted = &squat.0;
+    let _ = std::fs::create_dir(squatted);
+    std::fs::set_permissions(squatted, std::fs::Permissions::from_mode(0o777)).expect("chmod");
     if uid == 0 {
         // As root: hand it to nobody, as another user would have it.
-        std::os::unix::fs::chown(&squatted, Some(65534), Some(65534)).expect("chown");
+        std::os::unix::fs::chown(squatted, Some(65534), Some(65534)).expect("chown");
     }
     let project = Project::new();
     let policy = project.policy().build().expect("policy");
     let result = project.sh(&policy, "cat .env || echo no-secret\n");
     assert_eq!(result.enforced.to_string(), "full", "{result:#?}");
     assert!(!result.stdout.contains("hunter2"), "{result:#?}");
-    let _ = std::fs::remove_dir(&squatted);
 }
 
 #[test]
@@ -252,4 +258,33 @@ fn a_tmpfs_fill_stops_at_max_tmp_bytes() {
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or_else(|| panic!("{result:#?}"));
     assert!(size <= 8 << 20, "{size} bytes in /tmp");
+}
+
+#[test]
+fn a_timed_out_run_returns_on_time_though_the_command_ignores_sigterm_and_its_children_setsid() {
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .timeout(std::time::Duration::from_millis(1500))
+        .build()
+        .expect("policy");
+    let started = std::time::Instant::now();
+    let result = project.sh(
+        &policy,
+        "trap '' TERM\nsetsid sh -c \"trap '' TERM; sleep 987673\" &\necho started\nsleep 987674\n",
+    );
+    let took = started.elapsed();
+    assert!(result.timed_out, "{result:#?}");
+    assert!(
+        took < std::time::Duration::from_millis(3500),
+        "returned after {took:?}"
+    );
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .expect("proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .filter(|c| c.contains("98767"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
 }
