@@ -46,12 +46,7 @@ fn credential_files_in_a_tool_installation_read_as_empty_while_the_tool_runs() {
     // `/usr/local/cargo`), a link to a credentials file, and entries the
     // path policy blocks (`.env`, `.ssh`, `*.pem`).
     let project = Project::new();
-    let base = tempfile::tempdir().expect("tempdir");
-    let tool = base
-        .path()
-        .canonicalize()
-        .expect("canonical")
-        .join("opt/tool");
+    let (_base, tool) = crate::support::tool_installation();
     let plant = |rel: &str, text: &str| {
         let path = tool.join(rel);
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");

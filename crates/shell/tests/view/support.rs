@@ -96,6 +96,18 @@ pub(crate) fn run(policy: &ShellPolicy, request: CommandRequest) -> RunResult {
     policy.run_blocking(command).expect("ran")
 }
 
+/// A directory of its own for a tool (`…/opt/tool`, which the view holds
+/// whole when a program in its `bin` runs), and what holds it.
+pub(crate) fn tool_installation() -> (tempfile::TempDir, PathBuf) {
+    let base = tempfile::tempdir().expect("tempdir");
+    let tool = base
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .join("opt/tool");
+    (base, tool)
+}
+
 /// Asserts that `result` ran with every layer of the view in place.
 pub(crate) fn assert_full(result: &RunResult) {
     assert_eq!(

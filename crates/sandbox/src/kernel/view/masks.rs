@@ -154,10 +154,12 @@ impl Walk<'_> {
                 ),
                 kind => kind,
             };
+            // What the policy does not let a command read (blocked, or
+            // refused for any other reason) is not shown.
             let judged = self
                 .policy
                 .judge_location(&location.join(&child), Access::Read);
-            if matches!(judged, Err(ref e) if e.rule() == "blocked") {
+            if judged.is_err() {
                 blocked.push((child, kind == FileType::Directory));
             } else if kind == FileType::Directory {
                 pending.push(child);
