@@ -278,3 +278,38 @@ fn a_secret_the_host_creates_while_the_command_runs_is_readable_a_known_limit() 
     // And the run claims no less than it does today.
     crate::support::assert_full(&result);
 }
+
+#[test]
+fn a_root_beneath_a_tool_installation_keeps_its_masks() {
+    // The view holds the installation `…/opt/tool` whole; the project is
+    // a root inside it. The root's masks hold there too.
+    let (_base, tool) = crate::support::tool_installation();
+    let root = tool.join("projects/app");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    std::fs::write(root.join(".env"), "SECRET=under-an-installation\n").expect("plant");
+    std::fs::write(root.join("README.md"), "app\n").expect("readme");
+    let prog = tool.join("bin/prog");
+    std::fs::create_dir_all(prog.parent().expect("bin")).expect("mkdir");
+    std::fs::write(
+        &prog,
+        format!(
+            "#!/bin/sh\ncat {root}/README.md; cat {root}/.env; echo done\n",
+            root = root.display()
+        ),
+    )
+    .expect("prog");
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let paths = agentcaps_paths::PathPolicy::builder()
+        .allow(&root)
+        .build()
+        .expect("paths");
+    let policy = agentcaps_shell::ShellPolicy::builder(&root)
+        .allow_program(&prog)
+        .path_policy(paths)
+        .view_helper(crate::support::helper())
+        .build()
+        .expect("policy");
+    let result = run(&policy, CommandRequest::argv([prog.display().to_string()]));
+    no_secret_in_full_view(&result);
+    assert_eq!(result.stdout, "app\ndone\n", "{result:?}");
+}

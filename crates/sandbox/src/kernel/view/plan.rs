@@ -154,6 +154,38 @@ pub(crate) fn plan(
     let mut walked = 0usize;
     // The caches and tool installations the view holds whole.
     let mut whole: Vec<PathBuf> = Vec::new();
+    // The tool installations, before the roots: a root beneath one is
+    // mounted over it, and so keeps its own masks and layers.
+    let home_paths: Vec<PathBuf> = homes.iter().map(|h| h.path.clone()).collect();
+    let mut installs = install_dirs(request.program, &home_paths);
+    installs.sort_by_key(|install| install.components().count());
+    for (index, install) in installs.into_iter().enumerate() {
+        if roots.iter().any(|(root, _)| install.starts_with(root))
+            || RUNTIME_DIRS.iter().any(|d| install.starts_with(d))
+        {
+            continue;
+        }
+        landlock_read.push(install.clone());
+        if install.is_dir() {
+            // An overlay, read-only, like a read-only root (its empty top
+            // layer keeps the installation's mode).
+            check_root(&install, dir)?;
+            let top = dir.join("install").join(index.to_string());
+            make_private_dir(&top)?;
+            if let Ok(meta) = std::fs::metadata(&install) {
+                std::fs::set_permissions(&top, meta.permissions()).map_err(|e| e.to_string())?;
+            }
+            mounts.push(Mount::Overlay {
+                target: install.clone(),
+                masks: Some(top),
+                upper: None,
+            });
+            whole.push(install);
+        } else {
+            // A program file of its own (`~/.local/bin/tool`), read-only.
+            mounts.push(bind(&install, false));
+        }
+    }
     for (index, (root, writable)) in roots.iter().enumerate() {
         check_root(root, dir)?;
         // Every root is an overlay, a read-only one too: the view's inode
@@ -217,37 +249,6 @@ pub(crate) fn plan(
             masks: None,
             upper: Some((upper, work)),
         });
-    }
-    let home_paths: Vec<PathBuf> = homes.iter().map(|h| h.path.clone()).collect();
-    for (index, install) in install_dirs(request.program, &home_paths)
-        .into_iter()
-        .enumerate()
-    {
-        if roots.iter().any(|(root, _)| install.starts_with(root))
-            || RUNTIME_DIRS.iter().any(|d| install.starts_with(d))
-        {
-            continue;
-        }
-        landlock_read.push(install.clone());
-        if install.is_dir() {
-            // An overlay, read-only, like a read-only root (its empty top
-            // layer keeps the installation's mode).
-            check_root(&install, dir)?;
-            let top = dir.join("install").join(index.to_string());
-            make_private_dir(&top)?;
-            if let Ok(meta) = std::fs::metadata(&install) {
-                std::fs::set_permissions(&top, meta.permissions()).map_err(|e| e.to_string())?;
-            }
-            mounts.push(Mount::Overlay {
-                target: install.clone(),
-                masks: Some(top),
-                upper: None,
-            });
-            whole.push(install);
-        } else {
-            // A program file of its own (`~/.local/bin/tool`), read-only.
-            mounts.push(bind(&install, false));
-        }
     }
     hide_credentials(policy, &whole, &roots, request.env, dir, &mut mounts)?;
     let proxy = request.proxy_socket.map(|socket| ProxyPort {
