@@ -178,7 +178,14 @@
 //!   second wall.
 //! - The roots are walked before every command to find the blocked entries
 //!   (not `.git`'s contents); more than a million entries and the view is
-//!   not built (the run says so).
+//!   not built (the run says so). The walk holds two descriptors per level
+//!   of depth: a tree deeper than the open-file limit allows is not
+//!   masked, and the view is not built.
+//! - A directory the runner cannot list (mode `0300`, another user's
+//!   `0711`) is shown empty in the view, its files unreachable even by a
+//!   name the command knows.
+//! - A tool installation and every root must be nameable in overlay
+//!   options (no `,` `:` `\` `=` in the path), or the view is not built.
 //! - **Masks are planned when the command starts.** The overlay's lower
 //!   layer is the live tree: a blocked file the host (or another process
 //!   outside the view) creates *while the command runs* is readable in the
