@@ -173,3 +173,19 @@ fn a_hosts_socket_fifo_and_device_in_a_tool_installation_are_unreachable() {
     let result = run(&policy, CommandRequest::argv([probe.display().to_string()]));
     host.assert_unreached(&result);
 }
+
+#[test]
+fn a_hosts_socket_fifo_and_device_in_a_writable_root_are_unreachable_as_before() {
+    // The same channels in the writable root: its overlay held them
+    // before read-only roots were overlays too; this keeps it so.
+    let project = Project::new();
+    let host = HostEnds::plant(&project.root);
+    std::fs::write(project.root.join("probe.py"), PROBE).expect("probe");
+    let policy = project
+        .policy()
+        .allow_command("python3")
+        .build()
+        .expect("policy");
+    let result = run(&policy, CommandRequest::argv(["python3", "probe.py", "."]));
+    host.assert_unreached(&result);
+}
