@@ -7,10 +7,14 @@ mod support;
 
 #[path = "view/failclosed.rs"]
 mod failclosed;
+#[path = "view/installations.rs"]
+mod installations;
 #[path = "view/isolation.rs"]
 mod isolation;
 #[path = "view/masking.rs"]
 mod masking;
+#[path = "view/read_only_roots.rs"]
+mod read_only_roots;
 #[path = "view/real_work.rs"]
 mod real_work;
 #[path = "view/writeback.rs"]

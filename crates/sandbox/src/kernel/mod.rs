@@ -43,28 +43,44 @@
 //!   the network. Nothing of the host exists in the view but the runtime
 //!   (read-only: [`RUNTIME_DIRS`], [`RUNTIME_ETC`], `/etc/alternatives`,
 //!   the program's, loader's and interpreter's directories and the
-//!   installation it resolves into — `~/.pyenv`, `~/.rustup` with
-//!   `~/.cargo/bin`, `/opt/TOOL`), a minimal `/dev` (`null zero full
-//!   random urandom tty`, a private `pts`, `ptmx` and `shm`), a fresh
-//!   `/proc` of its own PID namespace, a private empty `/tmp`, the
-//!   read-only roots read-only, and each writable root as an overlay over a
-//!   private staging directory. The user's home (the command's `HOME`,
-//!   and the home `/etc/passwd` gives, where programs look without `HOME`)
-//!   is a private, empty, writable directory: none of the host's files
-//!   there, only the cache directories, tool installations and roots the
-//!   view puts beneath it; what a command writes there is discarded. No
-//!   `/var/run/docker.sock`, no UDP or UNIX socket of the host, no other
-//!   user's files: what the view does not hold answers "no such file".
+//!   installation it resolves into — `/opt/TOOL`, a `~/.pyenv` or
+//!   `~/.nvm` version, `~/.rustup` with `~/.cargo/bin`, a virtual
+//!   environment), a minimal `/dev` (`null zero full random urandom`, a
+//!   private `pts`, `ptmx` and `shm`; it can be listed, and holds nothing
+//!   else: no `tty`, so not the terminal the runner may have), a fresh
+//!   `/proc` of its own PID namespace, a private empty `/tmp`, and each
+//!   root as an overlay: a read-only one read-only (no upper layer), a
+//!   writable one over a private staging directory. The tool
+//!   installations are read-only overlays too. Through an overlay a host's
+//!   UNIX socket, FIFO or device node is a file of the view's own: a
+//!   `connect` finds no listener, a FIFO meets no host reader or writer,
+//!   and no device opens (every mount but the few devices is `nodev`).
+//!   The user's home (the command's `HOME`, and the home `/etc/passwd`
+//!   gives, where programs look without `HOME`) is a private, empty,
+//!   writable directory: none of the host's files there, only the cache
+//!   directories, roots and tool installations the view puts beneath it —
+//!   of a program installed under the home, its installation alone (a
+//!   script of `~/.local/bin` alone, with `~/.local/lib/python*/
+//!   site-packages` when it runs Python; the virtual environment a pipx or
+//!   `uv tool` link leads to), never a whole `~/.local` or `~/.config`;
+//!   what a command writes there is discarded. No `/var/run/docker.sock`,
+//!   no UDP or UNIX socket of the host, no other user's files: what the
+//!   view does not hold answers "no such file".
 //! - **Secrets are absent**: every blocked entry inside a root (`**/.env*`,
 //!   keys, the host's blocked list) is masked — a file is absent, a
-//!   directory empty — so `grep -r` finds nothing. `.git` stays visible
+//!   directory empty — so `grep -r` finds nothing, whatever the modes
+//!   (`0555` directories) and the depth (paths beyond `PATH_MAX`; the
+//!   roots are walked by handle). A directory the runner cannot list
+//!   (`0300`) is shown empty: what the view cannot judge, it does not
+//!   show. A mask that cannot be built is an error of the run, never a
+//!   view without it. `.git` stays visible
 //!   even where it is blocked, because git must read it; what a command
 //!   writes there is judged like any other write (and refused where `.git`
 //!   is blocked).
 //! - **Credentials in the runtime are hidden**: what the view holds
 //!   read-only outside the roots can hold registry tokens (cargo's
 //!   `credentials.toml` in a `CARGO_HOME` of `/usr/local/cargo`, an
-//!   `.npmrc` at the top of `~/.nvm`). Each of these that exists reads as
+//!   `.npmrc` at the top of `/opt/node`). Each of these that exists reads as
 //!   an empty file (or directory): `credentials` and `credentials.toml` of
 //!   `/usr/local/cargo` and of the `CARGO_HOME` the command or the runner
 //!   has; the files `NPM_CONFIG_USERCONFIG`, `NPM_CONFIG_GLOBALCONFIG`,
@@ -162,7 +178,25 @@
 //!   second wall.
 //! - The roots are walked before every command to find the blocked entries
 //!   (not `.git`'s contents); more than a million entries and the view is
-//!   not built (the run falls back and says so).
+//!   not built (the run says so). The walk holds two descriptors per level
+//!   of depth: a tree deeper than the open-file limit allows is not
+//!   masked, and the view is not built.
+//! - A directory the runner cannot list (mode `0300`, another user's
+//!   `0711`) is shown empty in the view, its files unreachable even by a
+//!   name the command knows.
+//! - A tool installation and every root must be nameable in overlay
+//!   options (no `,` `:` `\` `=` in the path), or the view is not built.
+//! - **Masks are planned when the command starts.** The overlay's lower
+//!   layer is the live tree: a blocked file the host (or another process
+//!   outside the view) creates *while the command runs* is readable in the
+//!   view (tested, to pin it). Holding it would need the lower layer
+//!   judged at each lookup — a userspace file system (FUSE) serving every
+//!   root, at the cost of a round trip to a server per lookup and read,
+//!   and of `/dev/fuse`, which many hosts let only root open — and neither Landlock (which
+//!   grants trees, not names), an idmapped mount nor the overlay's own
+//!   options (whiteouts are read at lookup, but only from layers fixed at
+//!   mount time, which the host must not change while mounted) match
+//!   names. Keep secrets out of a root while commands run in it.
 //! - Commands are short-lived here: long-running work (a dev server) is
 //!   out of scope; a command's writes are judged when it ends.
 //! - Hard links inside a root to a file elsewhere are read like any file.

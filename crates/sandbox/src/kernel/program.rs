@@ -62,16 +62,25 @@ pub(super) fn program_dirs(program: &Path) -> Vec<PathBuf> {
 
 fn find_program_dirs(program: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
+    for real in program_files(program) {
+        push_parent(&mut dirs, &real);
+    }
+    dirs
+}
+
+/// Where the program, its interpreter and the interpreter's interpreter
+/// really are (each file's canonical path, in that order).
+pub(crate) fn program_files(program: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     let mut next = Some(program.to_path_buf());
-    // The program, then its interpreter, then the interpreter's interpreter.
     for _ in 0..3 {
         let Some(file) = next.take() else { break };
         if let Ok(real) = std::fs::canonicalize(&file) {
-            push_parent(&mut dirs, &real);
+            files.push(real);
         }
         next = interpreter(&file);
     }
-    dirs
+    files
 }
 
 fn push_parent(dirs: &mut Vec<PathBuf>, file: &Path) {

@@ -4,21 +4,7 @@ use std::time::Duration;
 
 use agentcaps_shell::{Exit, ShellError};
 
-use crate::support::Project;
-
-/// Host processes whose command line holds `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if text.contains(marker) {
-                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
-}
+use crate::support::{Project, processes_with};
 
 #[test]
 fn a_setsid_double_fork_grandchild_is_dead_when_the_call_returns() {
@@ -616,5 +602,22 @@ fn check_shell_says_which_mode_applies_from_a_real_probe_and_runs_agree() {
             .as_deref()
             .is_some_and(|r| r.contains("turned the private view off")),
         "{planned:?}"
+    );
+}
+
+#[test]
+fn the_views_dev_can_be_listed_and_holds_only_the_minimal_devices() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(&policy, "ls -A /dev; ls -A /dev/shm; echo done");
+    assert_eq!(result.exit, Exit::Code(0), "{result:?}");
+    let listed: Vec<&str> = result.stdout.lines().collect();
+    assert_eq!(
+        listed,
+        [
+            "fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout",
+            "urandom", "zero", "done"
+        ],
+        "{result:?}"
     );
 }

@@ -20,12 +20,7 @@ fn development(project: &Project) -> ShellPolicy {
 
 fn ok(result: &RunResult) {
     assert_eq!(result.exit, Exit::Code(0), "{result:#?}");
-    assert_eq!(
-        result.enforced.to_string(),
-        "full",
-        "{:?}",
-        result.enforced_reason
-    );
+    crate::support::assert_full(result);
 }
 
 fn git(project: &Project, args: &[&str]) {

@@ -73,9 +73,49 @@ impl Project {
     }
 }
 
+impl Project {
+    /// Runs `script` with `python3` (and `args`) under [`Self::policy`]
+    /// with `python3` allowed, from a file the test writes in the root.
+    pub(crate) fn python(&self, script: &str, args: &[&str]) -> RunResult {
+        std::fs::write(self.root.join("run.py"), script).expect("script");
+        let policy = self
+            .policy()
+            .allow_command("python3")
+            .build()
+            .expect("policy");
+        let argv = ["python3", "run.py"]
+            .iter()
+            .chain(args)
+            .map(|a| (*a).to_owned());
+        run(&policy, CommandRequest::argv(argv))
+    }
+}
+
 pub(crate) fn run(policy: &ShellPolicy, request: CommandRequest) -> RunResult {
     let command = policy.validate(&request).expect("validated");
     policy.run_blocking(command).expect("ran")
+}
+
+/// A directory of its own for a tool (`…/opt/tool`, which the view holds
+/// whole when a program in its `bin` runs), and what holds it.
+pub(crate) fn tool_installation() -> (tempfile::TempDir, PathBuf) {
+    let base = tempfile::tempdir().expect("tempdir");
+    let tool = base
+        .path()
+        .canonicalize()
+        .expect("canonical")
+        .join("opt/tool");
+    (base, tool)
+}
+
+/// Asserts that `result` ran with every layer of the view in place.
+pub(crate) fn assert_full(result: &RunResult) {
+    assert_eq!(
+        result.enforced.to_string(),
+        "full",
+        "{:?}",
+        result.enforced_reason
+    );
 }
 
 /// The refused change at `path`, with its rule.
@@ -107,4 +147,58 @@ pub(crate) fn applied_action<'a>(
         .iter()
         .find(|c| c.path == path)
         .map(|c| c.action.as_str())
+}
+
+/// Host processes whose command line holds `marker`.
+pub(crate) fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if text.contains(marker) {
+                found.push(format!("{}: {text}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+/// The variable that hands a test's re-run as an unprivileged user the
+/// directory it works in.
+const AS_NOBODY: &str = "AGENTCAPS_TEST_AS_NOBODY";
+
+/// The unprivileged user and group a root test runner re-runs a test as.
+const NOBODY: u32 = 65534;
+
+/// Runs `body` as a user that is not root: in this process when it runs
+/// as one already, else in a re-run of this one test (`name`, its path in
+/// this binary) under `setpriv` as `nobody`, whose success it asserts.
+/// Root reads and lists whatever the modes say, so what a mode denies
+/// its owner is only seen by another user.
+pub(crate) fn as_non_root(name: &str, body: impl FnOnce()) {
+    if std::env::var_os(AS_NOBODY).is_some() || !rustix::process::geteuid().is_root() {
+        body();
+        return;
+    }
+    let exe = std::env::current_exe().expect("this test binary");
+    let output = std::process::Command::new("setpriv")
+        .args([
+            format!("--reuid={NOBODY}"),
+            format!("--regid={NOBODY}"),
+            "--clear-groups".to_owned(),
+        ])
+        .arg(&exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(AS_NOBODY, "1")
+        .env("TMPDIR", "/tmp")
+        .current_dir("/")
+        .output()
+        .expect("setpriv (util-linux) runs the test as nobody");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "as nobody: {text}");
+    assert!(text.contains("1 passed"), "the re-run ran no test: {text}");
 }

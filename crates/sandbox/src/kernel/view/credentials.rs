@@ -2,7 +2,7 @@
 //! and each tool installation or cache directory it binds whole can hold
 //! files with registry tokens and passwords — cargo's `credentials.toml`
 //! in a `CARGO_HOME` of `/usr/local/cargo` (the Rust container images),
-//! an `.npmrc` at the top of `~/.nvm`. The view hides each one that
+//! an `.npmrc` at the top of `/opt/node`. The view hides each one that
 //! exists under an empty, read-only file (or directory).
 //!
 //! Only named spots are looked at, never a whole tree: a few `stat` calls

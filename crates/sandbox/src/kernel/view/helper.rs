@@ -615,14 +615,13 @@ fn option_path(path: &Path) -> io::Result<String> {
     Ok(text.to_owned())
 }
 
-/// Remounts the bind mount at `at` read-only, keeping the flags its source
-/// mount has (a user namespace may not clear them).
+/// Remounts the bind mount at `at` read-only and without devices, keeping
+/// the flags its source mount has (a user namespace may not clear them).
 fn read_only(at: &Path) -> io::Result<()> {
     use rustix::fs::StatVfsMountFlags as St;
     let current = rustix::fs::statvfs(at)?.f_flag;
-    let mut flags = MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID;
+    let mut flags = MountFlags::BIND | MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV;
     for (st, ms) in [
-        (St::NODEV, MountFlags::NODEV),
         (St::NOEXEC, MountFlags::NOEXEC),
         (St::NOATIME, MountFlags::NOATIME),
         (St::NODIRATIME, MountFlags::NODIRATIME),

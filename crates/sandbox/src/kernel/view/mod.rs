@@ -1,9 +1,14 @@
 //! The private view a command runs in (Linux): its own user, mount, PID,
 //! IPC and network namespaces, a fresh root holding only the runtime
 //! (read-only), a minimal `/dev`, a fresh `/proc`, a private `/tmp`, a
-//! private empty home in place of the user's, the read-only roots
-//! read-only and each writable root as an overlay whose upper layer is a
-//! private staging directory; blocked entries masked.
+//! private empty home in place of the user's (holding only the
+//! installation of a program that lives there), and every root and tool
+//! installation as an overlay — read-only without an upper layer, a
+//! writable root over a private staging directory — so that no host
+//! socket, FIFO or device in them is reached; blocked entries masked by a
+//! layer of their own, walked by handle whatever the modes and depth (see
+//! the [kernel module's](crate::kernel) "Known limits" for what a mask
+//! planned at the start cannot hold).
 //!
 //! Namespaces are set up by a process of their own (a process with threads
 //! cannot enter a new user namespace, and this crate uses no `unsafe` and
@@ -35,6 +40,8 @@
 mod credentials;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod helper;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod masks;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod pids;
 #[cfg(all(feature = "landlock", target_os = "linux"))]

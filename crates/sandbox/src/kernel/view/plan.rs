@@ -5,7 +5,6 @@
 //! hidden), and the Landlock grants inside.
 
 use std::fs::Permissions;
-use std::io;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -14,13 +13,9 @@ use agentcaps_paths::{Access, PathPolicy};
 use super::credentials::{Held, Hidden, to_hide};
 use super::spec::{Mount, ProxyPort, ViewSpec};
 use super::staging::Staging;
-use crate::kernel::program::program_dirs;
+use crate::kernel::program::program_files;
 use crate::kernel::rules::{RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC};
 use crate::network::PROXY_PORT;
-
-/// More entries than this in the roots and the view is not built (the
-/// masking walk would cost too much): the run falls back, and says so.
-pub(crate) const MAX_WALKED_ENTRIES: usize = 1_000_000;
 
 /// `/etc` entries the view holds besides the runtime list.
 const EXTRA_ETC: &[&str] = &["/etc/alternatives"];
@@ -94,11 +89,9 @@ pub(crate) fn plan(
         target: "/dev".into(),
         mode: 0o755,
     });
-    for device in RUNTIME_DEVICES_READ
-        .iter()
-        .chain(RUNTIME_DEVICES_RW)
-        .chain(&["/dev/tty"])
-    {
+    // No `/dev/tty`: the command must not reach the terminal the runner
+    // may have (the second wall lets it list `/dev`, and read beneath it).
+    for device in RUNTIME_DEVICES_READ.iter().chain(RUNTIME_DEVICES_RW) {
         if std::fs::metadata(device).is_ok() {
             mounts.push(bind(Path::new(device), true));
         }
@@ -144,7 +137,8 @@ pub(crate) fn plan(
         });
     }
     let mut layers = Vec::new();
-    let mut landlock_read = vec![PathBuf::from("/proc")];
+    // `/dev` holds only what the view put there: it can be listed.
+    let mut landlock_read = vec![PathBuf::from("/proc"), PathBuf::from("/dev")];
     landlock_read.extend(EXTRA_ETC.iter().map(PathBuf::from));
     let mut landlock_write: Vec<PathBuf> = ["/tmp", "/dev/shm", "/dev/pts"]
         .iter()
@@ -160,10 +154,46 @@ pub(crate) fn plan(
     let mut walked = 0usize;
     // The caches and tool installations the view holds whole.
     let mut whole: Vec<PathBuf> = Vec::new();
+    // The tool installations, before the roots: a root beneath one is
+    // mounted over it, and so keeps its own masks and layers.
+    let home_paths: Vec<PathBuf> = homes.iter().map(|h| h.path.clone()).collect();
+    let mut installs = install_dirs(request.program, &home_paths);
+    installs.sort_by_key(|install| install.components().count());
+    for (index, install) in installs.into_iter().enumerate() {
+        if roots.iter().any(|(root, _)| install.starts_with(root))
+            || RUNTIME_DIRS.iter().any(|d| install.starts_with(d))
+        {
+            continue;
+        }
+        landlock_read.push(install.clone());
+        if install.is_dir() {
+            // An overlay, read-only, like a read-only root (its empty top
+            // layer keeps the installation's mode).
+            check_root(&install, dir)?;
+            let top = dir.join("install").join(index.to_string());
+            make_private_dir(&top)?;
+            if let Ok(meta) = std::fs::metadata(&install) {
+                std::fs::set_permissions(&top, meta.permissions()).map_err(|e| e.to_string())?;
+            }
+            mounts.push(Mount::Overlay {
+                target: install.clone(),
+                masks: Some(top),
+                upper: None,
+            });
+            whole.push(install);
+        } else {
+            // A program file of its own (`~/.local/bin/tool`), read-only.
+            mounts.push(bind(&install, false));
+        }
+    }
     for (index, (root, writable)) in roots.iter().enumerate() {
         check_root(root, dir)?;
+        // Every root is an overlay, a read-only one too: the view's inode
+        // of a host socket or FIFO is not the host's (nothing reaches the
+        // host's listener or reader through it), and devices do not open.
         let masks_dir = dir.join("masks").join(index.to_string());
-        let masked = build_masks(policy, root, &masks_dir, &mut walked)
+        make_private_dir(&masks_dir)?;
+        super::masks::build(policy, root, &masks_dir, &mut walked)
             .map_err(|e| format!("masking the blocked entries of {}: {e}", root.display()))?;
         // The view shows the upper-most layer's directory: it keeps the
         // real root's permissions.
@@ -174,11 +204,7 @@ pub(crate) fn plan(
             let upper = dir.join("upper").join(index.to_string());
             let work = dir.join("work").join(index.to_string());
             for d in [&upper, &work] {
-                std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(d)
-                    .map_err(|e| e.to_string())?;
+                make_private_dir(d)?;
             }
             std::fs::set_permissions(&upper, permissions.clone()).map_err(|e| e.to_string())?;
             layers.push(Layer {
@@ -191,12 +217,10 @@ pub(crate) fn plan(
             landlock_read.push(root.clone());
             None
         };
-        if masked {
-            std::fs::set_permissions(&masks_dir, permissions).map_err(|e| e.to_string())?;
-        }
+        std::fs::set_permissions(&masks_dir, permissions).map_err(|e| e.to_string())?;
         mounts.push(Mount::Overlay {
             target: root.clone(),
-            masks: masked.then_some(masks_dir),
+            masks: Some(masks_dir),
             upper,
         });
     }
@@ -212,11 +236,7 @@ pub(crate) fn plan(
         let upper = dir.join("cache-upper").join(index.to_string());
         let work = dir.join("cache-work").join(index.to_string());
         for d in [&upper, &work] {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(d)
-                .map_err(|e| e.to_string())?;
+            make_private_dir(d)?;
         }
         if let Ok(meta) = std::fs::metadata(cache) {
             std::fs::set_permissions(&upper, meta.permissions()).map_err(|e| e.to_string())?;
@@ -229,15 +249,6 @@ pub(crate) fn plan(
             masks: None,
             upper: Some((upper, work)),
         });
-    }
-    for install in install_dirs(request.program) {
-        if !roots.iter().any(|(root, _)| install.starts_with(root))
-            && !RUNTIME_DIRS.iter().any(|d| install.starts_with(d))
-        {
-            landlock_read.push(install.clone());
-            mounts.push(bind(&install, false));
-            whole.push(install);
-        }
     }
     hide_credentials(policy, &whole, &roots, request.env, dir, &mut mounts)?;
     let proxy = request.proxy_socket.map(|socket| ProxyPort {
@@ -392,6 +403,15 @@ fn passwd_home() -> Option<PathBuf> {
     })
 }
 
+/// Makes `dir` (and what leads to it) in the staging directory, private.
+fn make_private_dir(dir: &Path) -> Result<(), String> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("the staging directory {}: {e}", dir.display()))
+}
+
 fn bind(path: &Path, writable: bool) -> Mount {
     Mount::Bind {
         source: path.to_path_buf(),
@@ -428,160 +448,157 @@ fn check_root(root: &Path, staging: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds the mask layer of `root` in `masks`: a whiteout (character
-/// device 0:0, which needs no privilege) for each blocked file and an
-/// opaque directory for each blocked directory. `.git` stays visible: git
-/// must read it (what a command writes there is judged at write-back).
-/// Returns whether anything was masked.
-fn build_masks(
-    policy: &PathPolicy,
-    root: &Path,
-    masks: &Path,
-    walked: &mut usize,
-) -> io::Result<bool> {
-    let mut masked = false;
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let dir = root.join(&rel);
-        let Ok(read) = std::fs::read_dir(&dir) else {
+/// What the view holds of the installation a program resolves into,
+/// read-only: the program's, loader's and interpreter's directories, and
+/// for a program in a `bin` directory outside the system's, the directory
+/// above it (`/opt/node`; never `/tmp`, `/home`, `/var` and the like).
+///
+/// Under a home (`homes`, `/root`, `/home/*`) only the installation
+/// itself, never a whole `~/.local`, `~/.config` or other dot-directory
+/// (see [`in_home`]): what is returned there can be a single file.
+pub(crate) fn install_dirs(program: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut add = |path: PathBuf| {
+        if !found.contains(&path) {
+            found.push(path);
+        }
+    };
+    let files = std::iter::once(program.to_path_buf()).chain(program_files(program));
+    for (at, file) in files.enumerate() {
+        let Some(dir) = file.parent().filter(|d| d.is_absolute()) else {
             continue;
         };
-        for entry in read {
-            let entry = entry?;
-            *walked += 1;
-            if *walked > MAX_WALKED_ENTRIES {
-                return Err(io::Error::other(format!(
-                    "the roots hold more than {MAX_WALKED_ENTRIES} entries to judge"
-                )));
-            }
-            let name = entry.file_name();
-            let child = rel.join(&name);
-            let location = root.join(&child);
-            let kind = entry.file_type()?;
-            let blocked = matches!(
-                policy.judge_location(&location, Access::Read),
-                Err(ref e) if e.rule() == "blocked"
-            );
-            if name == ".git" {
-                // Visible to commands; its contents are git's.
-                continue;
-            }
-            if blocked {
-                mask(root, masks, &child, kind.is_dir())?;
-                masked = true;
-            } else if kind.is_dir() {
-                stack.push(child);
-            }
-        }
-    }
-    Ok(masked)
-}
-
-fn mask(root: &Path, masks: &Path, rel: &Path, dir: bool) -> io::Result<()> {
-    // The directories leading to it keep the real ones' permissions (the
-    // upper-most layer's directory is the one the view shows).
-    let mut prefix = PathBuf::new();
-    if let Some(parent) = rel.parent() {
-        for component in parent.components() {
-            prefix.push(component);
-            let at = masks.join(&prefix);
-            if std::fs::symlink_metadata(&at).is_err() {
-                std::fs::create_dir_all(&at)?;
-                if let Ok(meta) = std::fs::metadata(root.join(&prefix)) {
-                    std::fs::set_permissions(&at, meta.permissions())?;
+        if let Some(home) = home_of(&file, homes) {
+            match in_home(dir, &home) {
+                Some(installed) => installed.into_iter().for_each(&mut add),
+                None => {
+                    // A program file of its own; a Python script there
+                    // (`pip install --user`) brings its package directory.
+                    if at == 0 && runs_python(&file) {
+                        user_site_packages(&home).into_iter().for_each(&mut add);
+                    }
+                    add(file.clone());
                 }
             }
+        } else {
+            // The spelled program's own directory is the real one's.
+            if at > 0 {
+                add(dir.to_path_buf());
+            }
+            tool_dir(&file).into_iter().for_each(&mut add);
         }
     }
-    let at = masks.join(rel);
-    if dir {
-        std::fs::create_dir_all(&at)?;
-        rustix::fs::setxattr(
-            &at,
-            "user.overlay.opaque",
-            b"y",
-            rustix::fs::XattrFlags::empty(),
-        )?;
-    } else {
-        if let Some(parent) = at.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &at,
-            rustix::fs::FileType::CharacterDevice,
-            rustix::fs::Mode::empty(),
-            0,
-        )?;
-    }
-    Ok(())
+    found.retain(|d| {
+        d.is_absolute() && d != Path::new("/") && home_of(d, homes).is_none_or(|h| *d != h)
+    });
+    found
 }
 
-/// The installation a program resolves into, read-only in the view: for a
-/// program under a per-user tool directory (`~/.pyenv`, `~/.nvm`), that
-/// directory (for `~/.cargo`, only `~/.cargo/bin` — the rest holds
-/// credentials — and the `~/.rustup` beside it); for one in a `bin`
-/// directory outside the system's, the directory above it (`/opt/node`;
-/// never `/tmp`, `/home`, `/var` and the like, nor a home);
-/// and the program's, loader's and interpreter's directories.
-pub(crate) fn install_dirs(program: &Path) -> Vec<PathBuf> {
-    let mut dirs = program_dirs(program);
-    let mut found = Vec::new();
-    let canonical = std::fs::canonicalize(program).ok();
-    for path in std::iter::once(program.to_path_buf()).chain(canonical) {
-        if let Some(dir) = tool_dir(&path) {
-            found.extend(dir);
-        }
-    }
-    for dir in found {
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
-    }
-    dirs.retain(|d| d.is_absolute() && d != Path::new("/") && !is_home(d));
-    dirs
+/// The home `path` lies beneath, if any.
+fn home_of(path: &Path, homes: &[PathBuf]) -> Option<PathBuf> {
+    let mut ancestors = path.ancestors();
+    ancestors
+        .find(|a| is_home(a) || homes.iter().any(|h| h == a))
+        .map(Path::to_path_buf)
 }
 
 fn is_home(dir: &Path) -> bool {
     dir == Path::new("/root") || dir.parent() == Some(Path::new("/home"))
 }
 
-fn tool_dir(program: &Path) -> Option<Vec<PathBuf>> {
-    for ancestor in program.ancestors().skip(1) {
-        let (Some(name), Some(parent)) = (ancestor.file_name(), ancestor.parent()) else {
-            // `/`: no home's tool directory holds the program.
-            break;
-        };
-        let name = name.to_str()?;
-        if name.starts_with('.') && is_home(parent) {
-            if name == ".cargo" {
-                let mut dirs = vec![ancestor.join("bin")];
-                let rustup = parent.join(".rustup");
-                if rustup.is_dir() {
-                    dirs.push(rustup);
-                }
-                return Some(dirs);
+/// The installation the directory `dir` of a program under `home` belongs
+/// to, when it is one the view can name: a virtual environment (an
+/// ancestor with `pyvenv.cfg`: pipx, `uv tool`, poetry); `~/.cargo/bin`
+/// and `~/.rustup`; a version of `~/.pyenv` or `~/.nvm` (the directory
+/// above its `bin`; pyenv's own `shims` and `bin` need all of `~/.pyenv`);
+/// another `bin` directory's parent that is not a top-level directory of
+/// the home. `None`: only the program file itself (`~/.local/bin/tool`,
+/// `~/bin/tool`).
+fn in_home(dir: &Path, home: &Path) -> Option<Vec<PathBuf>> {
+    let rel = dir.strip_prefix(home).ok()?;
+    if let Some(venv) = dir
+        .ancestors()
+        .take_while(|a| *a != home)
+        .find(|a| a.join("pyvenv.cfg").is_file())
+    {
+        return Some(vec![venv.to_path_buf()]);
+    }
+    let top = rel.components().next()?.as_os_str().to_str()?;
+    let top_dir = home.join(top);
+    match top {
+        ".cargo" if rel.starts_with(".cargo/bin") => {
+            let mut dirs = vec![top_dir.join("bin")];
+            let rustup = home.join(".rustup");
+            if rustup.is_dir() {
+                dirs.push(rustup);
             }
-            return Some(vec![ancestor.to_path_buf()]);
+            return Some(dirs);
         }
+        ".rustup" => return Some(vec![top_dir]),
+        ".pyenv" if rel == Path::new(".pyenv/shims") || rel == Path::new(".pyenv/bin") => {
+            return Some(vec![top_dir]);
+        }
+        _ => {}
     }
+    let above = dir.parent()?;
+    (dir.file_name()? == "bin" && above != home && above != top_dir)
+        .then(|| vec![above.to_path_buf()])
+}
+
+/// Whether the script `file` names a Python interpreter on its `#!` line
+/// (directly or through `env`).
+fn runs_python(file: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let Ok(read) = std::fs::File::open(file).and_then(|mut f| f.read(&mut head)) else {
+        return false;
+    };
+    let line = head[..read]
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    line.starts_with(b"#!") && line.windows(6).any(|w| w == b"python")
+}
+
+/// The package directories `pip install --user` fills under `home`
+/// (`~/.local/lib/pythonX.Y/site-packages`).
+fn user_site_packages(home: &Path) -> Vec<PathBuf> {
+    let lib = home.join(".local/lib");
+    let Ok(entries) = std::fs::read_dir(&lib) else {
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with("python"))
+        })
+        .map(|e| e.path().join("site-packages"))
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+/// For a program outside the homes in a `bin` directory outside the
+/// system's, the directory above it (`/opt/node`).
+fn tool_dir(program: &Path) -> Option<PathBuf> {
     let dir = program.parent()?;
-    if dir.file_name()? == "bin" {
-        let above = dir.parent()?;
-        let system = ["/usr", "/bin", "/sbin", "/lib", "/usr/local"];
-        // Directories the view builds or hides whole are never bound from
-        // the host (`/tmp/bin/x` must not bring the host's `/tmp`).
-        let shared = [
-            "/", "/tmp", "/home", "/root", "/proc", "/dev", "/sys", "/etc", "/run", "/var",
-        ];
-        if !shared.iter().any(|s| above == Path::new(s))
-            && !is_home(above)
-            && !system.iter().any(|s| above.starts_with(s))
-        {
-            return Some(vec![above.to_path_buf()]);
-        }
+    if dir.file_name()? != "bin" {
+        return None;
     }
-    None
+    let above = dir.parent()?;
+    let system = ["/usr", "/bin", "/sbin", "/lib", "/usr/local"];
+    // Directories the view builds or hides whole are never bound from
+    // the host (`/tmp/bin/x` must not bring the host's `/tmp`).
+    let shared = [
+        "/", "/tmp", "/home", "/root", "/proc", "/dev", "/sys", "/etc", "/run", "/var",
+    ];
+    (!shared.iter().any(|s| above == Path::new(s))
+        && !is_home(above)
+        && !system.iter().any(|s| above.starts_with(s)))
+    .then(|| above.to_path_buf())
 }
 
 #[cfg(test)]
@@ -589,24 +606,65 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tool_dir_is_the_home_tool_directory_or_the_one_above_bin() {
-        let cases: [(&str, Option<Vec<&str>>); 9] = [
-            ("/opt/node/bin/node", Some(vec!["/opt/node"])),
+    fn a_tool_dir_is_the_one_above_bin_outside_the_system_and_the_homes() {
+        let cases: [(&str, Option<&str>); 8] = [
+            ("/opt/node/bin/node", Some("/opt/node")),
             ("/tmp/bin/prog", None),
             ("/home/bin/prog", None),
             ("/var/bin/prog", None),
-            ("/srv/x/opt/tool/bin/prog", Some(vec!["/srv/x/opt/tool"])),
-            (
-                "/home/u/.nvm/versions/node/bin/node",
-                Some(vec!["/home/u/.nvm"]),
-            ),
+            ("/srv/x/opt/tool/bin/prog", Some("/srv/x/opt/tool")),
             ("/usr/local/bin/node", None),
             ("/bin/prog", None),
-            ("/home/u/bin/prog", None),
+            ("/opt/node/lib/prog", None),
         ];
         for (program, expected) in cases {
-            let expected = expected.map(|v| v.into_iter().map(PathBuf::from).collect::<Vec<_>>());
-            assert_eq!(tool_dir(Path::new(program)), expected, "{program}");
+            assert_eq!(
+                tool_dir(Path::new(program)),
+                expected.map(PathBuf::from),
+                "{program}"
+            );
         }
+    }
+
+    #[test]
+    fn under_a_home_only_the_installation_itself_is_held() {
+        let home = Path::new("/home/u");
+        let cases: [(&str, Option<Vec<&str>>); 9] = [
+            (
+                "/home/u/.nvm/versions/node/v20.1.0/bin",
+                Some(vec!["/home/u/.nvm/versions/node/v20.1.0"]),
+            ),
+            (
+                "/home/u/.pyenv/versions/3.12.1/bin",
+                Some(vec!["/home/u/.pyenv/versions/3.12.1"]),
+            ),
+            ("/home/u/.pyenv/shims", Some(vec!["/home/u/.pyenv"])),
+            ("/home/u/.cargo/bin", Some(vec!["/home/u/.cargo/bin"])),
+            ("/home/u/opt/node/bin", Some(vec!["/home/u/opt/node"])),
+            ("/home/u/.local/bin", None),
+            ("/home/u/bin", None),
+            ("/home/u/.local/share/tool", None),
+            ("/home/u", None),
+        ];
+        for (dir, expected) in cases {
+            let expected = expected.map(|v| v.into_iter().map(PathBuf::from).collect::<Vec<_>>());
+            assert_eq!(in_home(Path::new(dir), home), expected, "{dir}");
+        }
+    }
+
+    #[test]
+    fn a_virtual_environment_under_a_home_is_held_whole_and_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().canonicalize().expect("canonical");
+        let venv = home.join(".local/share/pipx/venvs/tool");
+        std::fs::create_dir_all(venv.join("bin")).expect("mkdir");
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").expect("cfg");
+        std::fs::write(venv.join("bin/tool"), "#!/bin/sh\n").expect("tool");
+        let link = home.join(".local/bin/tool");
+        std::fs::create_dir_all(link.parent().expect("parent")).expect("mkdir");
+        std::os::unix::fs::symlink(venv.join("bin/tool"), &link).expect("link");
+        let held = install_dirs(&link, std::slice::from_ref(&home));
+        let under_home: Vec<&PathBuf> = held.iter().filter(|d| d.starts_with(&home)).collect();
+        assert_eq!(under_home, [&link, &venv], "{held:?}");
     }
 }
