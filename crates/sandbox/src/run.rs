@@ -189,11 +189,13 @@ impl Sandbox {
                 Enforcement::Partial {
                     abi: kernel::kernel_abi(),
                 },
-                Some(format!("Landlock only: {reason}")),
+                Some(format!("Landlock only: {reason}; {OPEN_WITHOUT_VIEW}")),
             ),
             Enforcement::Partial { abi } => (
                 Enforcement::Partial { abi },
-                Some(format!("Landlock ABI {abi} only: {reason}")),
+                Some(format!(
+                    "Landlock ABI {abi} only: {reason}; {OPEN_WITHOUT_VIEW}"
+                )),
             ),
         }
     }
@@ -300,11 +302,11 @@ impl Sandbox {
                 Enforcement::Partial {
                     abi: kernel::kernel_abi(),
                 },
-                format!("Landlock only: {reason}"),
+                format!("Landlock only: {reason}; {OPEN_WITHOUT_VIEW}"),
             ),
             Enforcement::Partial { abi } => (
                 Enforcement::Partial { abi },
-                format!("Landlock ABI {abi} only: {reason}"),
+                format!("Landlock ABI {abi} only: {reason}; {OPEN_WITHOUT_VIEW}"),
             ),
             Enforcement::None => (
                 Enforcement::None,
@@ -363,6 +365,10 @@ impl Sandbox {
         )
     }
 }
+
+/// What is open to a command that runs without its private view (said in
+/// every such result's `enforced_reason`).
+const OPEN_WITHOUT_VIEW: &str = "without the view, blocked entries inside the roots are readable by the program itself and its writes land unjudged; UDP, host UNIX sockets and abstract sockets below Landlock ABI 6 are reachable; and a process that leaves the command's process group outlives it";
 
 /// Raises this process's soft limit on open files to its hard limit, once:
 /// the write-back of a large run needs many, and the usual soft limit (1024)

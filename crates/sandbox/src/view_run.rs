@@ -139,6 +139,7 @@ impl Sandbox {
         spec.runner_pid = std::process::id();
         spec.max_processes = self.limits.max_processes;
         spec.tmpfs_bytes = self.limits.max_tmp_bytes / 2;
+        spec.max_file_bytes = self.limits.max_change_bytes;
         // Root's processes are not counted by `RLIMIT_NPROC`: a cgroup
         // holds them instead, where one can be made.
         let cgroup = crate::kernel::view::pids::PidsCgroup::for_root(self.limits.max_processes);
@@ -209,6 +210,13 @@ impl Sandbox {
         let rules = KernelRules::from_policy(self.paths.as_ref(), &command.program, true, false);
         let planned = kernel::would_enforce(&rules);
         let landlock = confirmed(&reported, planned).map_err(failed)?;
+        let staged: u64 = layers.iter().map(|layer| staged_bytes(&layer.upper)).sum();
+        if staged > self.limits.max_change_bytes {
+            return Err(failed(format!(
+                "the command staged {staged} bytes of changes, more than the {} its run may commit (max_change_bytes)",
+                self.limits.max_change_bytes
+            )));
+        }
         let changes = self.paths.as_ref().map(|paths| {
             let layers: Vec<(&Path, &Path)> = layers
                 .iter()
@@ -249,6 +257,30 @@ impl Sandbox {
         result.connections = connections;
         Ok(result)
     }
+}
+
+/// The bytes the files beneath `upper` take (a staging layer: what a
+/// command wrote), walked without following links.
+fn staged_bytes(upper: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0u64;
+    let mut pending = vec![upper.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else {
+                total = total.saturating_add(meta.blocks().saturating_mul(512).max(meta.len()));
+            }
+        }
+    }
+    total
 }
 
 /// The Landlock level the view applied, when it reported walls that match
@@ -333,6 +365,7 @@ fn host_files_spec(
         host_files: true,
         runner_pid: 0,
         max_processes: 0,
+        max_file_bytes: 0,
         tmpfs_bytes: 0,
         pids_cgroup: None,
         skip_landlock: false,

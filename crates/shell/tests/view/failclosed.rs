@@ -288,3 +288,51 @@ fn a_timed_out_run_returns_on_time_though_the_command_ignores_sigterm_and_its_ch
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+#[test]
+fn a_run_that_stages_more_than_max_change_bytes_commits_nothing() {
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .limits(agentcaps_shell::Limits::default().with_max_change_bytes(1 << 20))
+        .build()
+        .expect("policy");
+    std::fs::write(
+        project.root.join("run.sh"),
+        "for n in 1 2 3; do head -c 600000 /dev/zero > big$n; done; echo small > small.txt\n",
+    )
+    .expect("script");
+    let command = policy
+        .validate(&CommandRequest::argv(["sh", "run.sh"]))
+        .expect("valid");
+    let error = policy.run_blocking(command).expect_err("too much staged");
+    assert_eq!(error.rule(), "view-failed", "{error}");
+    assert!(error.to_string().contains("max_change_bytes"), "{error}");
+    assert_eq!(project.read("small.txt"), None);
+    assert_eq!(project.read("big1"), None);
+}
+
+#[test]
+fn where_there_is_no_view_the_result_names_everything_that_is_open() {
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .private_view(false)
+        .build()
+        .expect("policy");
+    let result = project.sh(&policy, "echo hi\n");
+    let reason = result.enforced_reason.clone().unwrap_or_default();
+    for open in [
+        "UDP",
+        "host UNIX sockets",
+        "readable by the program itself",
+        "land unjudged",
+        "outlives it",
+    ] {
+        assert!(reason.contains(open), "{open:?} missing from {reason:?}");
+    }
+    assert!(
+        result.enforced.to_string().starts_with("partial"),
+        "{result:#?}"
+    );
+}

@@ -674,6 +674,16 @@ fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     if let Err(error) = drop_all_capabilities() {
         return Outcome::Failed(format!("dropping capabilities: {error}"));
     }
+    if spec.max_file_bytes > 0 {
+        // No one file may outgrow what a run may stage at all.
+        let limit = rustix::process::Rlimit {
+            current: Some(spec.max_file_bytes),
+            maximum: Some(spec.max_file_bytes),
+        };
+        if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Fsize, limit) {
+            return Outcome::Failed(format!("the file size limit: {error}"));
+        }
+    }
     if spec.max_processes > 0 {
         let limit = rustix::process::Rlimit {
             current: Some(spec.max_processes),

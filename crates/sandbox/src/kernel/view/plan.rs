@@ -273,6 +273,7 @@ pub(crate) fn plan(
             host_files: false,
             runner_pid: 0,
             max_processes: 0,
+            max_file_bytes: 0,
             tmpfs_bytes: 0,
             pids_cgroup: None,
             skip_landlock: false,

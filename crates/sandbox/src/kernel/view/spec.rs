@@ -96,6 +96,9 @@ pub(crate) struct ViewSpec {
     /// (`RLIMIT_NPROC`, counted in the view's user namespace); 0: no limit.
     #[serde(default)]
     pub(crate) max_processes: u64,
+    /// The most bytes one file may grow to (`RLIMIT_FSIZE`); 0: no limit.
+    #[serde(default)]
+    pub(crate) max_file_bytes: u64,
     /// The most bytes each writable `tmpfs` of the view (`/tmp`, `/dev/shm`,
     /// a private home) may hold; 0: the kernel's default.
     #[serde(default)]
