@@ -109,6 +109,37 @@
 //!   stdin, stdout and stderr are inherited.
 //! - **Landlock** inside the view (table below), `no_new_privs`, and every
 //!   capability set emptied (bounding and ambient included).
+//! - **Nothing the command can reach speaks for the view.** The view's
+//!   first process is not dumpable and holds no file of the host's: it
+//!   reports (the walls it applied, how the command ended) over a pipe to
+//!   the helper's outer stage, outside the command's PID namespace, which
+//!   writes the report where the runner reads it — a staging directory the
+//!   view never holds. The command runs in a Landlock domain nested inside
+//!   the first process's, so it can neither `ptrace` nor signal it (nor take
+//!   its descriptors with `pidfd_getfd`). `enforced` is what the first
+//!   process confirmed, as the kernel answered it; a run whose walls do not
+//!   match the plan is an error.
+//! - **A run never falls back.** Whether views can be built is decided once
+//!   per process by the probe, before any command runs. After a successful
+//!   probe, whatever goes wrong with a run's view ends that run with
+//!   [`SandboxError::ViewFailed`](crate::SandboxError::ViewFailed) (rule
+//!   `view-failed`): nothing is committed, the command is not run again,
+//!   and later runs are confined as before.
+//! - **Private staging.** Staging directories live in a base made fresh
+//!   for each process (`mkdtemp` semantics, `0700`); a name someone else
+//!   made is never used. A staging directory the host names that is not a
+//!   private directory of this user refuses runs rather than fall back.
+//! - **Bounds** ([`Limits`](crate::Limits)): processes (`RLIMIT_NPROC` in
+//!   the view's user namespace, and a `pids` cgroup when the runner is
+//!   root, whose processes that limit never counts), the size of each
+//!   writable `tmpfs`, the bytes a run may stage (more: nothing is
+//!   committed; no one file may grow past it), and the soft limit on open
+//!   files raised to the hard one.
+//! - **The view ends with its runner**: the helper gets `SIGKILL` when the
+//!   runner (the thread that started it) dies, and the namespace with it.
+//! - **Without a path policy** a command still runs in new user, PID, IPC
+//!   and network namespaces: its files are the host's (`partial`, saying
+//!   so), its network, processes and IPC private.
 //!
 //! | Landlock ABI | what the domain enforces from that ABI on |
 //! |---|---|
@@ -133,9 +164,9 @@
 //!
 //! # Fallback, and what it does not enforce
 //!
-//! Where the view cannot be had — user namespaces disabled, a security
-//! module or container forbidding them, no view helper known, no path
-//! policy, or off by the host
+//! Where the probe found that no view can be had — user namespaces
+//! disabled, a security module or container forbidding them, no view
+//! helper known — or the host turned it off
 //! ([`SandboxBuilder::private_view`](crate::SandboxBuilder::private_view))
 //! — the command runs with Landlock only ([`spawn_confined`]), and the
 //! result says `partial` with the reason (`enforced_reason`);
