@@ -98,6 +98,7 @@ mod script;
 mod shells;
 mod tokenize;
 mod validate;
+mod waiver;
 
 #[cfg(feature = "runner")]
 pub mod kernel;
@@ -128,5 +129,6 @@ pub use rules::{
 #[cfg(feature = "runner")]
 pub use runner::{Exit, RunResult, Truncated};
 pub use tokenize::{quote, split};
+pub use waiver::{WAIVABLE_RULES, Waivers};
 #[cfg(feature = "runner")]
 pub use writeback::{Change, ChangeAction, Changes, RefusedChange};
