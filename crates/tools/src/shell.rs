@@ -305,10 +305,13 @@ impl ShellTool {
                 (None, Some(line)) => agentcaps::shell::split(line).ok()?,
                 (None, None) => return None,
             };
-            let cwd = self
+            // `.` components dropped: `./x` and `x` are one directory.
+            let cwd: std::path::PathBuf = self
                 .policy
                 .working_directory()
-                .join(input.cwd.as_deref().unwrap_or("."));
+                .join(input.cwd.as_deref().unwrap_or("."))
+                .components()
+                .collect();
             Some(Action::command(&argv, &cwd))
         };
         let request = Self::request(&input)?;
