@@ -8,7 +8,7 @@ use agentcaps::shell::{CommandRequest, Exit, RunResult, ShellError, ShellPolicy}
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::approval::{Action, Answer, Asking, Stopped, validate_asking};
+use crate::approval::{Action, Asking, validate_asking};
 use crate::{ToolError, inputs};
 
 const TOOL: &str = "shell_command";
@@ -305,32 +305,13 @@ impl ShellTool {
                 (None, Some(line)) => agentcaps::shell::split(line).ok()?,
                 (None, None) => return None,
             };
-            // `.` components dropped: `./x` and `x` are one directory.
-            let cwd: std::path::PathBuf = self
-                .policy
-                .working_directory()
-                .join(input.cwd.as_deref().unwrap_or("."))
-                .components()
-                .collect();
+            let cwd = crate::approval::command_cwd(&self.policy, input.cwd.as_deref());
             Some(Action::command(&argv, &cwd))
         };
         let request = Self::request(&input)?;
         let validated = validate_asking(&self.policy, &request, &action, asking)
             .await
-            .map_err(|stopped| match stopped {
-                Stopped::Refused(e) => self.refused(e),
-                Stopped::NotApproved {
-                    refusal,
-                    answer: Answer::Unavailable(why),
-                } => ToolError::ApprovalUnavailable {
-                    source: Box::new(self.refused(refusal)),
-                    why,
-                },
-                Stopped::NotApproved { refusal, answer } => ToolError::NotApproved {
-                    source: Box::new(self.refused(refusal)),
-                    answer,
-                },
-            })?;
+            .map_err(|stopped| stopped.into_error(|e| self.refused(e)))?;
         let result = self
             .policy
             .run(validated)

@@ -21,7 +21,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub(crate) use memory::Memory;
-pub(crate) use shell::{Asking, Stopped, validate_asking};
+pub use shell::validate_command;
+pub(crate) use shell::{Asking, validate_asking};
 
 /// The exact action a refusal stopped, as a person is shown it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -54,6 +55,19 @@ impl Action {
             digest: digest(&canonical.to_string()),
         }
     }
+}
+
+/// The working directory of a command asked about: `cwd` (default `.`)
+/// beneath the policy's, `.` components dropped (`./x` and `x` are one).
+pub(crate) fn command_cwd(
+    shell: &agentcaps::shell::ShellPolicy,
+    cwd: Option<&str>,
+) -> std::path::PathBuf {
+    shell
+        .working_directory()
+        .join(cwd.unwrap_or("."))
+        .components()
+        .collect()
 }
 
 fn digest(text: &str) -> String {

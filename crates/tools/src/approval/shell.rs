@@ -9,6 +9,7 @@ use agentcaps::shell::{CommandRequest, ShellError, ShellPolicy, ValidatedCommand
 use agentcaps::{ApprovalsConfig, Remember};
 
 use super::{Action, Answer, ApprovalRecord, Approver, Memory, Question};
+use crate::ToolError;
 
 /// The most questions one call asks: past that, the refusal stands.
 const MAX_QUESTIONS: usize = 4;
@@ -39,6 +40,70 @@ pub(crate) enum Stopped {
         /// What came back.
         answer: Answer,
     },
+}
+
+impl Stopped {
+    /// The error a model (or the command line) reads: the refusal as
+    /// `refused` words it, and what the person answered.
+    pub(crate) fn into_error(self, refused: impl Fn(ShellError) -> ToolError) -> ToolError {
+        match self {
+            Stopped::Refused(e) => refused(e),
+            Stopped::NotApproved {
+                refusal,
+                answer: Answer::Unavailable(why),
+            } => ToolError::ApprovalUnavailable {
+                source: Box::new(refused(refusal)),
+                why,
+            },
+            Stopped::NotApproved { refusal, answer } => ToolError::NotApproved {
+                source: Box::new(refused(refusal)),
+                answer,
+            },
+        }
+    }
+}
+
+/// Judges the command `argv` in `cwd` (relative to the policy's working
+/// directory; default: it) under `shell`, asking `approver` about a
+/// refusal whose rule `approvals` lists, as `shell_command` does: for a
+/// host that runs the command itself (`agentcaps run --ask`). Nothing is
+/// remembered between calls.
+///
+/// # Errors
+///
+/// [`ToolError::Shell`] for a refusal not asked about (or a failure),
+/// [`ToolError::NotApproved`] when the person did not approve, and
+/// [`ToolError::ApprovalUnavailable`] when no one could be asked.
+pub async fn validate_command(
+    shell: &ShellPolicy,
+    approvals: &ApprovalsConfig,
+    argv: &[String],
+    cwd: Option<&str>,
+    approver: &dyn Approver,
+) -> Result<ValidatedCommand, ToolError> {
+    let mut request = CommandRequest::argv(argv.iter().cloned());
+    if let Some(cwd) = cwd {
+        request = request.with_cwd(cwd);
+    }
+    let action = || Some(Action::command(argv, &super::command_cwd(shell, cwd)));
+    let records = Mutex::new(Vec::new());
+    let memory = Memory::default();
+    let asking = Asking {
+        config: approvals,
+        approver,
+        memory: &memory,
+        records: &records,
+        tool: "run",
+    };
+    validate_asking(shell, &request, &action, &asking)
+        .await
+        .map_err(|stopped| {
+            stopped.into_error(|e| ToolError::Shell {
+                tool: "run",
+                source: Box::new(e),
+                allowed: String::new(),
+            })
+        })
 }
 
 impl Asking<'_> {
