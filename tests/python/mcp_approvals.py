@@ -23,12 +23,7 @@ import sys
 import tempfile
 import time
 
-try:
-    from mcp import ClientSession, StdioServerParameters, types
-    from mcp.client.stdio import stdio_client
-except ImportError as e:  # the Rust test turns this into a failure
-    print(f"the Python MCP SDK is missing ({e}); install it with `pip install mcp`", file=sys.stderr)
-    sys.exit(3)
+from checks import ClientSession, StdioServerParameters, check, finish, stdio_client, text_of, types
 
 CLIENT = "approvals-e2e-client"
 TIMEOUT_MS = 1500
@@ -36,24 +31,6 @@ HOOK_WRITER = (
     "import os; open(os.path.join('.git', 'hooks', 'x'), 'w').write('pwned'); "
     "open('made.txt', 'w').write('ran')"
 )
-
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok      {name}")
-    else:
-        failed += 1
-        print(f"FAILED  {name}: {detail}")
-
-
-def text_of(result):
-    return "\n".join(getattr(c, "text", "") for c in result.content)
-
 
 def policy_text(remember="once", ask='["not-allowed-program"]'):
     return f"""
@@ -269,8 +246,7 @@ def main():
             with open(os.path.join(d, "names.txt"), "w") as f:
                 f.write("b\na\n")
         asyncio.run(run(binary, top))
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(0 if failed == 0 and passed > 0 else 1)
+    finish()
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ use crate::identity::is_bare;
 /// list, named bare (looked up in the command's `PATH` like any other).
 pub const WAIVABLE_RULES: &[&str] = &["not-allowed-program"];
 
-/// The refusals a person approved, for [`ShellPolicy::validate_waiving`]
-/// (crate::ShellPolicy::validate_waiving).
+/// The refusals a person approved, for
+/// [`ShellPolicy::validate_waiving`](crate::ShellPolicy::validate_waiving).
 ///
 /// ```
 /// use agentcaps_shell::{CommandRequest, ShellPolicy, Waivers};
@@ -41,8 +41,8 @@ pub struct Waivers {
 }
 
 impl Waivers {
-    /// No refusal waived: validating with it is [`ShellPolicy::validate`]
-    /// (crate::ShellPolicy::validate).
+    /// No refusal waived: validating with it is
+    /// [`ShellPolicy::validate`](crate::ShellPolicy::validate).
     pub fn none() -> Self {
         Self::default()
     }
