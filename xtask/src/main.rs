@@ -16,6 +16,7 @@ use std::process::{Command, ExitCode};
 /// The crates that are published, in dependency order.
 const PUBLISHED: &[&str] = &[
     "agentcaps-paths",
+    "agentcaps-sandbox",
     "agentcaps-shell",
     "agentcaps-egress",
     "agentcaps-patch",

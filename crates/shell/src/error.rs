@@ -300,6 +300,22 @@ pub enum ShellError {
     },
 }
 
+#[cfg(feature = "runner")]
+impl From<agentcaps_sandbox::SandboxError> for ShellError {
+    fn from(error: agentcaps_sandbox::SandboxError) -> Self {
+        use agentcaps_sandbox::SandboxError as E;
+        match error {
+            E::Spawn { program, source } => ShellError::Spawn { program, source },
+            E::KernelEnforcement { message } => ShellError::KernelEnforcement { message },
+            E::Config { message } => ShellError::Config { message },
+            // A variant this version does not know: kept as a refusal to run.
+            other => ShellError::KernelEnforcement {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
 impl ShellError {
     /// A short stable id for the rule (for logs and the CLI's JSON `rule`).
     pub fn rule(&self) -> &'static str {

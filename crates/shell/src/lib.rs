@@ -88,7 +88,6 @@ mod error;
 mod grammar;
 mod identity;
 mod launcher;
-mod network;
 mod policy;
 mod program;
 mod remote;
@@ -101,22 +100,24 @@ mod validate;
 mod waiver;
 
 #[cfg(feature = "runner")]
-pub mod kernel;
-#[cfg(feature = "runner")]
-mod output;
-#[cfg(feature = "runner")]
 mod runner;
-#[cfg(feature = "runner")]
-mod tree;
-#[cfg(all(feature = "landlock", target_os = "linux"))]
-mod view_run;
-#[cfg(feature = "runner")]
-pub mod writeback;
 
+/// Kernel confinement (re-exported from `agentcaps-sandbox`).
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::kernel;
+/// The judged write-back (re-exported from `agentcaps-sandbox`).
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::writeback;
+
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::{Change, ChangeAction, Changes, RefusedChange};
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
+#[cfg(feature = "runner")]
+pub use agentcaps_sandbox::{Exit, RunResult, Truncated};
 pub use config::{DEVELOPMENT_CACHES, Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;
-pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 pub use policy::{
     DEVELOPMENT_COMMANDS, LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, READ_ONLY_COMMANDS,
     ShellPolicy, ShellPolicyBuilder, WindowsRules, danger,
@@ -126,9 +127,5 @@ pub use rules::{
     ArgumentAccess, Arguments, DefaultWrite, Grammar, OperandRule, OptionRule, ProgramRules, Scope,
     ScriptLanguage, Subcommand, When,
 };
-#[cfg(feature = "runner")]
-pub use runner::{Exit, RunResult, Truncated};
 pub use tokenize::{quote, split};
 pub use waiver::{WAIVABLE_RULES, Waivers};
-#[cfg(feature = "runner")]
-pub use writeback::{Change, ChangeAction, Changes, RefusedChange};

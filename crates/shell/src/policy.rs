@@ -73,7 +73,8 @@ pub struct ShellPolicy {
     pub(crate) view: ViewSettings,
     pub(crate) found: Found,
     /// The judging proxy commands reach the web through, if any.
-    pub(crate) proxy: Option<std::sync::Arc<dyn crate::network::NetworkProxy>>,
+    #[cfg(feature = "runner")]
+    pub(crate) proxy: Option<std::sync::Arc<dyn agentcaps_sandbox::NetworkProxy>>,
 }
 
 impl ShellPolicy {
@@ -237,16 +238,18 @@ impl ShellPolicy {
     /// commands connect to that port only (the result says `partial`:
     /// Landlock judges the port, not the host, and leaves UDP alone).
     #[must_use]
+    #[cfg(feature = "runner")]
     pub fn with_network_proxy(
         mut self,
-        proxy: std::sync::Arc<dyn crate::network::NetworkProxy>,
+        proxy: std::sync::Arc<dyn agentcaps_sandbox::NetworkProxy>,
     ) -> Self {
         self.proxy = Some(proxy);
         self
     }
 
     /// The judging proxy commands reach the web through, if any.
-    pub fn network_proxy(&self) -> Option<&std::sync::Arc<dyn crate::network::NetworkProxy>> {
+    #[cfg(feature = "runner")]
+    pub fn network_proxy(&self) -> Option<&std::sync::Arc<dyn agentcaps_sandbox::NetworkProxy>> {
         self.proxy.as_ref()
     }
 
@@ -617,6 +620,7 @@ impl ShellPolicyBuilder {
             require_kernel_enforcement: self.require_kernel_enforcement,
             view: self.view,
             found: Found::default(),
+            #[cfg(feature = "runner")]
             proxy: None,
         })
     }

@@ -37,7 +37,7 @@
 //! it runs nothing when it rejects a profile, and the runner reports that
 //! as a refusal. A host whose commands the profile stops from working
 //! can turn it off with
-//! [`ShellPolicyBuilder::private_view(false)`](crate::ShellPolicyBuilder::private_view)
+//! [`SandboxBuilder::private_view(false)`](crate::SandboxBuilder::private_view)
 //! (then `enforced` is `none`).
 
 use std::fmt::Write as _;

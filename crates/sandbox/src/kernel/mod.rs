@@ -14,7 +14,7 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> std::io::Result<()> {
-//! use agentcaps_shell::kernel::{spawn_confined, KernelRules};
+//! use agentcaps_sandbox::kernel::{spawn_confined, KernelRules};
 //!
 //! // Nothing but the runtime list is readable; `/etc/hostname` is not on it.
 //! let rules = KernelRules::new().with_program("/bin/cat");
@@ -23,7 +23,7 @@
 //! let (mut child, enforced) = spawn_confined(&mut cmd, &rules)?;
 //! let status = child.wait().await?;
 //! // On a kernel with Landlock, `cat` is stopped by the kernel (EACCES).
-//! if enforced != agentcaps_shell::kernel::Enforcement::None {
+//! if enforced != agentcaps_sandbox::kernel::Enforcement::None {
 //!     assert!(!status.success());
 //! }
 //! # Ok(()) }
@@ -32,7 +32,7 @@
 //! # What is enforced
 //!
 //! On Linux, with the `landlock` feature and a path policy, every command
-//! the runner starts ([`ShellPolicy::run`](crate::ShellPolicy::run)) runs
+//! the runner starts ([`Sandbox::run`](crate::Sandbox::run)) runs
 //! in its **private view** ([`view`]) with **Landlock** inside it as a
 //! second wall, and its writes are **judged before they land**
 //! ([`writeback`](crate::writeback)). The result's `enforced` is `full`
@@ -120,7 +120,7 @@
 //! Where the view cannot be had — user namespaces disabled, a security
 //! module or container forbidding them, no view helper known, no path
 //! policy, or off by the host
-//! ([`ShellPolicyBuilder::private_view`](crate::ShellPolicyBuilder::private_view))
+//! ([`SandboxBuilder::private_view`](crate::SandboxBuilder::private_view))
 //! — the command runs with Landlock only ([`spawn_confined`]), and the
 //! result says `partial` with the reason (`enforced_reason`);
 //! `require_kernel_enforcement = true` refuses to run instead. In that

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::error::ShellError;
+use crate::command::SandboxCommand;
+use crate::confinement::Sandbox;
+use crate::error::SandboxError;
 use crate::kernel::view::plan::{Request, plan};
 use crate::kernel::view::spec::{DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, SPEC_FILE};
 use crate::kernel::view::staging::{Staging, default_base};
 use crate::kernel::view::{HELPER_ARG, PROBE_ARG, PROBE_OK, default_helper};
 use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
-use crate::policy::ShellPolicy;
-use crate::request::ValidatedCommand;
-use crate::runner::{Exit, RunResult, exit_of, prepare, supervise};
+use crate::run::{Exit, RunResult, exit_of, prepare, supervise};
 use crate::writeback::{self, CommitFault};
 
 /// How long to wait, after a timeout, for the view's processes to be gone.
@@ -32,7 +32,7 @@ pub(crate) enum InView {
 /// runs go straight to the fallback.
 static UNAVAILABLE: Mutex<Option<String>> = Mutex::new(None);
 
-impl ShellPolicy {
+impl Sandbox {
     /// The helper to run the view with, or why there is no view.
     pub(crate) fn view_helper(&self) -> Result<PathBuf, String> {
         if !self.view.enabled {
@@ -49,16 +49,16 @@ impl ShellPolicy {
             .clone()
             .or_else(|| default_helper().map(Path::to_path_buf))
             .ok_or_else(|| {
-                "no view helper is configured (the host calls `agentcaps_shell::kernel::view::dispatch()` in main or names one with `view_helper`)".to_owned()
+                "no view helper is configured (the host calls `agentcaps_sandbox::kernel::view::dispatch()` in main or names one with `view_helper`)".to_owned()
             })
     }
 
     /// Runs `command` in its view with `helper`.
     pub(crate) async fn run_in_view(
         &self,
-        command: &ValidatedCommand,
+        command: &SandboxCommand,
         helper: &Path,
-    ) -> Result<InView, ShellError> {
+    ) -> Result<InView, SandboxError> {
         let Some(paths) = self.paths.as_ref() else {
             return Ok(InView::Unavailable("no path policy".to_owned()));
         };
@@ -158,7 +158,7 @@ impl ShellPolicy {
                 )));
             }
             Some(Outcome::SpawnFailed(kind, message)) => {
-                return Err(ShellError::Spawn {
+                return Err(SandboxError::Spawn {
                     program: command.program.clone(),
                     source: std::io::Error::new(kind_of(&kind), message),
                 });
@@ -219,7 +219,7 @@ impl ShellPolicy {
 type Probes = BTreeMap<(PathBuf, PathBuf), Result<(), String>>;
 static PROBES: Mutex<Probes> = Mutex::new(BTreeMap::new());
 
-impl ShellPolicy {
+impl Sandbox {
     /// Whether a command's view can be built here, found by trying: the
     /// helper is started in its probe mode, which creates the namespaces,
     /// writes the id maps and mounts an overlay on the staging base's file
@@ -275,8 +275,8 @@ fn probe(helper: &Path, base: &Path) -> Result<(), String> {
     Err(format!("the private view cannot be built here: {said}"))
 }
 
-fn spawn_io(helper: &Path, source: std::io::Error) -> ShellError {
-    ShellError::Spawn {
+fn spawn_io(helper: &Path, source: std::io::Error) -> SandboxError {
+    SandboxError::Spawn {
         program: helper.to_path_buf(),
         source,
     }

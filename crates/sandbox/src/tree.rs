@@ -28,7 +28,7 @@ pub(crate) struct ProcessTree {
 #[cfg(not(windows))]
 impl From<tokio::process::Child> for ProcessTree {
     /// A child started in a new process group of its own
-    /// ([`crate::runner::prepare`] asks for one).
+    /// ([`crate::run::prepare`] asks for one).
     fn from(child: tokio::process::Child) -> Self {
         let group = child.id();
         Self {
@@ -40,7 +40,7 @@ impl From<tokio::process::Child> for ProcessTree {
 }
 
 impl ProcessTree {
-    /// Spawn `cmd` (prepared by [`crate::runner::prepare`]) inside a new
+    /// Spawn `cmd` (prepared by [`crate::run::prepare`]) inside a new
     /// Job object that is terminated when the tree is dropped.
     #[cfg(windows)]
     pub(crate) fn spawn(cmd: tokio::process::Command) -> std::io::Result<Self> {

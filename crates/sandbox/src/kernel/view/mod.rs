@@ -13,12 +13,12 @@
 //! ```no_run
 //! // First thing in `main`: runs the helper and exits when started as
 //! // one; otherwise remembers this executable as the helper.
-//! agentcaps_shell::kernel::view::dispatch();
+//! agentcaps_sandbox::kernel::view::dispatch();
 //! ```
 //!
-//! The `agentcaps` binary does; this crate also builds a tiny one,
+//! The `agentcaps` binary does; the shell crate also builds a tiny one,
 //! `agentcaps-view`. A host can name the helper explicitly with
-//! [`ShellPolicyBuilder::view_helper`](crate::ShellPolicyBuilder::view_helper)
+//! [`SandboxBuilder::view_helper`](crate::SandboxBuilder::view_helper)
 //! or [`set_default_helper`]. With no helper known, commands run with the
 //! fallback confinement, and the result says `partial` and why.
 //!

@@ -1,7 +1,7 @@
 //! The network of commands: none (the default), the web only through a
 //! judging proxy, or the host's network.
 //!
-//! With `network = "proxy"` ([`crate::Network::Proxy`]) a command runs in its private view with only
+//! With a [`NetworkProxy`] (`network = "proxy"` in a policy file) a command runs in its private view with only
 //! loopback; a host-provided [`NetworkProxy`] (the `agentcaps` facade
 //! plugs in the egress crate's proxy) serves on a UNIX socket created
 //! before the view is entered. The view's first process listens on

@@ -1,0 +1,170 @@
+//! What a confined command may touch, and how it is confined: the
+//! [`Sandbox`] and its builder.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentcaps_paths::PathPolicy;
+
+use crate::network::NetworkProxy;
+
+/// Confinement for prepared commands: the path policy their files are
+/// held to, their network, the output cap, and how their private view is
+/// built. Cheap to clone (the path policy and proxy are shared).
+///
+/// Build one with [`Sandbox::builder`]; run commands with
+/// [`Sandbox::run`](crate::Sandbox::run).
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    pub(crate) paths: Option<PathPolicy>,
+    pub(crate) allow_network: bool,
+    pub(crate) proxy: Option<Arc<dyn NetworkProxy>>,
+    pub(crate) require_kernel_enforcement: bool,
+    pub(crate) max_output_bytes: u64,
+    pub(crate) view: ViewSettings,
+}
+
+/// How commands get their private view (Linux): the helper executable, the
+/// staging directory, and the switch that turns the view off.
+#[derive(Debug, Clone)]
+pub(crate) struct ViewSettings {
+    /// Run commands in the private view where the system allows it.
+    pub(crate) enabled: bool,
+    /// The helper executable; `None`: the process default
+    /// (`kernel::view::default_helper`).
+    pub(crate) helper: Option<PathBuf>,
+    /// Where the staging directories go; `None`: the system's temporary
+    /// directory.
+    pub(crate) staging: Option<PathBuf>,
+    /// Test seam: fail the write-back's commit at this step.
+    pub(crate) commit_fault: Option<usize>,
+    /// Cache directories overlaid in the view, their writes discarded.
+    pub(crate) cache_dirs: Vec<PathBuf>,
+}
+
+impl Default for ViewSettings {
+    fn default() -> Self {
+        ViewSettings {
+            enabled: true,
+            helper: None,
+            staging: None,
+            commit_fault: None,
+            cache_dirs: Vec::new(),
+        }
+    }
+}
+
+impl Sandbox {
+    /// A builder with no path policy, no network, no requirement of full
+    /// enforcement, 100 000 output bytes per stream and the private view on.
+    pub fn builder() -> SandboxBuilder {
+        SandboxBuilder {
+            sandbox: Sandbox {
+                paths: None,
+                allow_network: false,
+                proxy: None,
+                require_kernel_enforcement: false,
+                max_output_bytes: 100_000,
+                view: ViewSettings::default(),
+            },
+        }
+    }
+
+    /// The path policy commands' files are held to, if any.
+    pub fn path_policy(&self) -> Option<&PathPolicy> {
+        self.paths.as_ref()
+    }
+}
+
+/// Builds a [`Sandbox`]. Every setting has a safe default.
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct SandboxBuilder {
+    sandbox: Sandbox,
+}
+
+impl SandboxBuilder {
+    /// Hold commands' files to `paths`: in the private view only its roots
+    /// exist (read-only ones read-only), blocked entries are absent and
+    /// writes are judged by it before they land.
+    pub fn path_policy(mut self, paths: Option<PathPolicy>) -> Self {
+        self.sandbox.paths = paths;
+        self
+    }
+
+    /// Let commands use the host's network (off by default).
+    ///
+    /// # Security
+    ///
+    /// On, commands reach every address the host can, loopback and the
+    /// cloud metadata address included.
+    pub fn allow_network(mut self, on: bool) -> Self {
+        self.sandbox.allow_network = on;
+        self
+    }
+
+    /// Commands reach the web only through `proxy` (see [`NetworkProxy`]).
+    pub fn network_proxy(mut self, proxy: Option<Arc<dyn NetworkProxy>>) -> Self {
+        self.sandbox.proxy = proxy;
+        self
+    }
+
+    /// Refuse to run when the kernel cannot enforce everything.
+    pub fn require_kernel_enforcement(mut self, on: bool) -> Self {
+        self.sandbox.require_kernel_enforcement = on;
+        self
+    }
+
+    /// Keep at most `bytes` of each output stream.
+    pub fn max_output_bytes(mut self, bytes: u64) -> Self {
+        self.sandbox.max_output_bytes = bytes;
+        self
+    }
+
+    /// The executable that builds the private view: any program that calls
+    /// [`kernel::view::dispatch`](crate::kernel::view::dispatch) first.
+    /// `None`: the one this process registered (by calling `dispatch`).
+    pub fn view_helper(mut self, path: Option<PathBuf>) -> Self {
+        self.sandbox.view.helper = path;
+        self
+    }
+
+    /// Where each run's private staging directory is made (`None`: a
+    /// directory of this user in the system's temporary directory).
+    pub fn staging_dir(mut self, path: Option<PathBuf>) -> Self {
+        self.sandbox.view.staging = path;
+        self
+    }
+
+    /// Run commands in the private view where the system allows it (the
+    /// default).
+    ///
+    /// # Security
+    ///
+    /// Off, blocked entries inside the roots are not masked, and a
+    /// command's writes land unjudged.
+    pub fn private_view(mut self, on: bool) -> Self {
+        self.sandbox.view.enabled = on;
+        self
+    }
+
+    /// Cache directories commands see writable in their view, whose writes
+    /// are discarded when the command ends.
+    pub fn cache_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.sandbox.view.cache_dirs = dirs;
+        self
+    }
+
+    /// Test seam, not for production: make the write-back's commit fail at
+    /// its `step`-th operation on the real tree.
+    #[doc(hidden)]
+    pub fn fail_commit_at(mut self, step: Option<usize>) -> Self {
+        self.sandbox.view.commit_fault = step;
+        self
+    }
+
+    /// The sandbox.
+    pub fn build(self) -> Sandbox {
+        self.sandbox
+    }
+}
