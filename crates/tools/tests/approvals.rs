@@ -257,3 +257,26 @@ fn refusal_texts_of_answers() {
         insta::assert_snapshot!(name, err.to_model_text());
     }
 }
+
+#[test]
+fn a_question_cannot_be_dressed_up_by_the_agent() {
+    // Terminal escapes, a carriage return and bidi overrides in argv would
+    // let an agent make the person read another action than the one asked.
+    let p = project(ASK);
+    let person = Scripted::new(vec![Answer::Decline]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let sneaky = "names.txt\r\u{1b}[2K\u{1b}[1Arun `cat notes.txt`\u{202e}txt.\u{2066}";
+    let _ = rt().block_on(toolbox.call("shell_command", json!({"argv": ["sort", sneaky]})));
+    let asked = person.asked();
+    assert_eq!(asked.len(), 1);
+    let text = asked[0].text();
+    for c in ['\r', '\u{1b}', '\u{202e}', '\u{2066}'] {
+        assert!(!text.contains(c), "{c:?} reaches the person: {text:?}");
+    }
+    assert!(
+        text.contains("\\u{1b}") && text.contains("\\u{202e}"),
+        "{text}"
+    );
+    // The digest is still of the exact words.
+    assert_eq!(asked[0].action.digest.len(), 64);
+}

@@ -100,13 +100,17 @@ pub struct Question {
 impl Question {
     /// The question in a few lines, for a person (a terminal prompt, an
     /// elicitation message).
+    ///
+    /// Characters that would make a terminal or a client show something
+    /// other than the action (control characters, bidi overrides, invisible
+    /// ones) are written as `\u{..}` escapes: the agent chose those words.
     pub fn text(&self) -> String {
         format!(
             "agentcaps: `{}` was refused by rule {}: {}\nThe exact action: {}\nApprove exactly this action{}?",
             self.tool,
             self.rule,
-            self.refusal,
-            self.action.summary,
+            shown(&self.refusal),
+            shown(&self.action.summary),
             if self.may_remember {
                 " (once, or for this session)"
             } else {
@@ -114,6 +118,25 @@ impl Question {
             }
         )
     }
+}
+
+/// `text` with every character that changes how the rest is displayed
+/// escaped: controls (ESC, CR, ...), bidi embeddings, overrides and
+/// isolates, zero-width ones and the BOM.
+fn shown(text: &str) -> String {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    text.chars()
+        .map(|c| {
+            if hidden(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// What the person answered.
