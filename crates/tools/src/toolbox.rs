@@ -110,12 +110,13 @@ pub struct CallRecord {
 /// A refusal whose rule the policy's `[approvals] ask` lists is put to the
 /// [`Approver`] ([`Toolbox::with_approver`]; by default [`Refuse`], so such
 /// a refusal names `approval-unavailable`). Approvals remembered for the
-/// session (`remember = "session"`) last as long as the toolbox and its
-/// clones.
+/// session (`remember = "session"`) are shared by this toolbox and its
+/// clones; [`Toolbox::new_session`] starts a session that remembers none.
 #[derive(Clone)]
 pub struct Toolbox {
     inner: Arc<Inner>,
     approver: Arc<dyn Approver>,
+    memory: Arc<Memory>,
 }
 
 struct Inner {
@@ -126,7 +127,6 @@ struct Inner {
     policy_info: PolicyInfoOutput,
     specs: Vec<ToolSpec>,
     approvals: agentcaps::ApprovalsConfig,
-    memory: Memory,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -174,9 +174,9 @@ impl Toolbox {
                 policy_info,
                 specs,
                 approvals: policy.approvals.clone(),
-                memory: Memory::default(),
             }),
             approver: Arc::new(Refuse),
+            memory: Arc::new(Memory::default()),
         })
     }
 
@@ -185,9 +185,17 @@ impl Toolbox {
     /// `self`).
     #[must_use]
     pub fn with_approver(self, approver: Arc<dyn Approver>) -> Self {
+        Self { approver, ..self }
+    }
+
+    /// The same tools and approver for a new session: no approval of
+    /// another session is remembered in it (a server with several clients
+    /// gives each its own).
+    #[must_use]
+    pub fn new_session(&self) -> Self {
         Self {
-            inner: self.inner,
-            approver,
+            memory: Arc::new(Memory::default()),
+            ..self.clone()
         }
     }
 
@@ -284,7 +292,7 @@ impl Toolbox {
                 let asking = Asking {
                     config: &self.inner.approvals,
                     approver,
-                    memory: &self.inner.memory,
+                    memory: &self.memory,
                     records,
                     tool: definition.name,
                 };

@@ -280,3 +280,26 @@ fn a_question_cannot_be_dressed_up_by_the_agent() {
     // The digest is still of the exact words.
     assert_eq!(asked[0].action.digest.len(), 64);
 }
+
+#[test]
+fn a_new_session_remembers_no_approval_of_another() {
+    let p = project("[approvals]\nask = [\"not-allowed-program\"]\nremember = \"session\"\n");
+    let person = Scripted::new(vec![Answer::Approve { remember: true }]);
+    let first = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let args = || json!({"argv": ["sort", "names.txt"]});
+    assert!(rt.block_on(first.call("shell_command", args())).is_ok());
+    // Its clones share the session: not asked again.
+    assert!(
+        rt.block_on(first.clone().call("shell_command", args()))
+            .is_ok()
+    );
+    assert_eq!(person.asked().len(), 1);
+    // Another session is asked (and the script now declines).
+    let other = first.new_session();
+    let err = rt
+        .block_on(other.call("shell_command", args()))
+        .expect_err("asked again and declined");
+    assert!(err.to_model_text().contains("declined"), "{err}");
+    assert_eq!(person.asked().len(), 2);
+}
