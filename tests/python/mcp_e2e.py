@@ -28,12 +28,12 @@ import tempfile
 import threading
 import time
 
+from checks import ClientSession, StdioServerParameters, check, finish, stdio_client, text_of
+
 try:
     import jsonschema
-    from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
 except ImportError as e:  # the Rust test turns this into a failure
-    print(f"the Python MCP SDK is missing ({e}); install it with `pip install mcp`", file=sys.stderr)
+    print(f"jsonschema is missing ({e}); install it with `pip install mcp`", file=sys.stderr)
     sys.exit(3)
 
 SECRET = "agentcaps-e2e-host-secret-7f3a"
@@ -66,20 +66,6 @@ def sleepers():
             found.append(int(pid))
     return found
 
-passed = 0
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok      {name}")
-    else:
-        failed += 1
-        print(f"FAILED  {name}: {detail}")
-
-
 def attr(obj, snake, camel):
     """SDK 2.x uses snake_case attributes, 1.x camelCase."""
     return getattr(obj, snake, None) if hasattr(obj, snake) else getattr(obj, camel, None)
@@ -87,10 +73,6 @@ def attr(obj, snake, camel):
 
 def is_error(result):
     return attr(result, "is_error", "isError") is True
-
-
-def text_of(result):
-    return "\n".join(getattr(c, "text", "") for c in result.content)
 
 
 class Hello(http.server.BaseHTTPRequestHandler):
@@ -398,8 +380,7 @@ def main():
                 remove_deep(root)
     finally:
         server.shutdown()
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(0 if failed == 0 and passed > 0 else 1)
+    finish()
 
 
 if __name__ == "__main__":

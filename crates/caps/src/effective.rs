@@ -87,6 +87,9 @@ pub(crate) fn render(policy: &Policy, source: &str) -> String {
         &spans,
         &origin,
     );
+
+    let approvals = table(&policy.approvals);
+    section(&mut out, "approvals", &approvals, &spans, &origin);
     out
 }
 

@@ -46,13 +46,16 @@
 //! `[patch]`, each the owning crate's own config type
 //! ([`paths::PathPolicyConfig`], [`shell::ShellPolicyConfig`],
 //! [`egress::EgressPolicyConfig`], [`patch::PatchPolicyConfig`]) plus the
-//! tools' `files.max_read_bytes`. Relative paths are relative to the file's
+//! tools' `files.max_read_bytes` and `[approvals]` ([`ApprovalsConfig`]:
+//! which refusals become a question to a person; a rule that is not
+//! askable there is an error with its line). Relative paths are relative to the file's
 //! directory. Lists extend the safe defaults; `defaults = false` in a section
 //! starts it from empty and is reported by [`Policy::notices`]. With no file,
 //! [`Policy::default_for`] gives the built-in default
 //! ([`DEFAULT_POLICY_TOML`]).
 #![forbid(unsafe_code)]
 
+mod approvals;
 mod defaults;
 mod effective;
 mod error;
@@ -71,6 +74,9 @@ pub use agentcaps_patch as patch;
 pub use agentcaps_paths as paths;
 pub use agentcaps_shell as shell;
 
+pub use approvals::{
+    ASKABLE_RULES, ApprovalsConfig, DEFAULT_APPROVAL_TIMEOUT_MS, NEVER_ASKABLE, Remember,
+};
 pub use error::PolicyError;
 pub use policy::{DEFAULT_MAX_READ_BYTES, DEFAULT_POLICY_TOML, Notice, Origin, Policy};
 pub use validate::KNOWN_METHODS;

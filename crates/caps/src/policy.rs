@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::PolicyError;
+use crate::approvals::{self, ApprovalsConfig};
 use crate::egress::{EgressPolicy, EgressPolicyConfig};
 use crate::patch::PatchPolicyConfig;
 use crate::paths::{PathPolicy, PathPolicyConfig};
@@ -64,6 +65,8 @@ pub struct Policy {
     pub egress: EgressPolicyConfig,
     /// `[patch]`.
     pub patch: PatchPolicyConfig,
+    /// `[approvals]`: which refusals become a question to a person.
+    pub approvals: ApprovalsConfig,
     origin: Origin,
     notices: Vec<Notice>,
     /// The text the policy was read from (for the origin of each entry).
@@ -137,6 +140,7 @@ struct CrateSections {
 #[serde(default)]
 struct ToolKeys {
     files: ToolFileKeys,
+    approvals: ApprovalsConfig,
 }
 
 #[derive(Deserialize)]
@@ -212,6 +216,7 @@ impl Policy {
             shell: sections.shell,
             egress: sections.egress,
             patch: sections.patch,
+            approvals: tools.approvals,
             origin: Origin::Text {
                 base: base.to_path_buf(),
             },
@@ -222,6 +227,7 @@ impl Policy {
         let spans = load::Spans::new(text);
         validate::files(&spans, &policy.files, tools.files.create_missing)?;
         validate::egress(&spans, &policy.egress)?;
+        approvals::validate(&spans, &policy.approvals)?;
         if let Err(e) = policy.shell_policy() {
             return Err(spans.invalid_section("shell", e.to_string()));
         }

@@ -97,6 +97,7 @@ mod script;
 mod shells;
 mod tokenize;
 mod validate;
+mod waiver;
 
 #[cfg(feature = "runner")]
 mod runner;
@@ -127,3 +128,4 @@ pub use rules::{
     ScriptLanguage, Subcommand, When,
 };
 pub use tokenize::{quote, split};
+pub use waiver::{WAIVABLE_RULES, Waivers};

@@ -12,6 +12,7 @@ use crate::identity::{identity, is_bare};
 use crate::program::Found;
 use crate::request::{CommandRequest, ValidatedCommand};
 use crate::rules::{ProgramRules, RuleSet};
+use crate::waiver::Waivers;
 
 /// The `read_only` preset's commands. `env` is left out on
 /// purpose: it is a launcher.
@@ -143,7 +144,23 @@ impl ShellPolicy {
         fs: &dyn FileSystem,
         request: &CommandRequest,
     ) -> Result<ValidatedCommand, ShellError> {
-        crate::validate::validate(self, fs, request)
+        crate::validate::validate(self, fs, request, &Waivers::none())
+    }
+
+    /// [`ShellPolicy::validate`] with the refusals in `waivers` let through
+    /// (each one exactly: its rule and the program it names); every other
+    /// check is made as always. A host calls it only for the exact command
+    /// a person approved.
+    ///
+    /// # Errors
+    ///
+    /// As [`ShellPolicy::validate`].
+    pub fn validate_waiving(
+        &self,
+        request: &CommandRequest,
+        waivers: &Waivers,
+    ) -> Result<ValidatedCommand, ShellError> {
+        crate::validate::validate(self, &RealFs, request, waivers)
     }
 
     /// The allowed command names.

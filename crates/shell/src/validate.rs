@@ -25,6 +25,7 @@ use crate::launcher::{Launch, is_shell, launch, shell_reads_stdin};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules};
+use crate::waiver::Waivers;
 use crate::{remote, script, tokenize};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
@@ -53,8 +54,9 @@ pub(crate) fn validate(
     policy: &ShellPolicy,
     fs: &dyn FileSystem,
     request: &CommandRequest,
+    waivers: &Waivers,
 ) -> Result<ValidatedCommand, ShellError> {
-    validate_at(policy, fs, request, 0)
+    validate_at(policy, fs, request, waivers, 0)
 }
 
 /// [`validate`], inside `depth` unwrapped shell `-c` strings.
@@ -62,6 +64,7 @@ fn validate_at(
     policy: &ShellPolicy,
     fs: &dyn FileSystem,
     request: &CommandRequest,
+    waivers: &Waivers,
     depth: usize,
 ) -> Result<ValidatedCommand, ShellError> {
     // Borrowed until the command passes: a flood of arguments is refused
@@ -102,7 +105,7 @@ fn validate_at(
         }
         let mut inner_request = request.clone();
         inner_request.command = Command::Argv(inner);
-        return validate_at(policy, fs, &inner_request, depth + 1);
+        return validate_at(policy, fs, &inner_request, waivers, depth + 1);
     }
 
     let when = Conditions {
@@ -111,7 +114,7 @@ fn validate_at(
         after_subcommand: false,
     };
     let mut segments = Vec::new();
-    judge_programs(policy, &argv, 0, 0, &mut segments)?;
+    judge_programs(policy, waivers, &argv, 0, 0, &mut segments)?;
     let work = segments.last().ok_or(ShellError::EmptyCommand)?;
     let text = match &policy.paths {
         Some(_) => text_arguments(policy, &argv, work, when),
@@ -269,6 +272,7 @@ fn shell_string(policy: &ShellPolicy, argv: &[String]) -> Result<Option<Vec<Stri
 /// Identify the program at `argv[start]`, unwrapping launchers.
 fn judge_programs(
     policy: &ShellPolicy,
+    waivers: &Waivers,
     argv: &[String],
     start: usize,
     depth: usize,
@@ -288,7 +292,11 @@ fn judge_programs(
             .find(|name| !word.is_empty() && identity(name) == id)
         {
             Some(name) => Target::Name(name.clone()),
-            None => return Err(not_allowed(policy, word)),
+            // A person approved running exactly this unlisted program.
+            None => match not_allowed(policy, word) {
+                refusal if waivers.covers(&refusal) => Target::Name(word.clone()),
+                refusal => return Err(refusal),
+            },
         }
     } else if policy
         .programs
@@ -359,7 +367,7 @@ fn judge_programs(
                 identity: id,
                 target,
             });
-            judge_programs(policy, argv, start + inner, depth + 1, out)?;
+            judge_programs(policy, waivers, argv, start + inner, depth + 1, out)?;
         }
     }
     Ok(())

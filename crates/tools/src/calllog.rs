@@ -1,6 +1,9 @@
 //! One structured line per tool call: `{"ts":…,"tool":…,"decision":…,
-//! "rule":…,"duration_ms":…}`, to stderr or a file — never stdout, which
-//! belongs to the MCP protocol.
+//! "rule":…,"duration_ms":…}`, and one per question a person was asked
+//! and its answer: `{"ts_ms":…,"event":"approval","tool":…,"rule":…,
+//! "action":…,"answer":…,"client":…}` (the action is its digest, never its
+//! arguments), to stderr or a file — never stdout, which belongs to the MCP
+//! protocol.
 
 use std::fs::File;
 use std::io::Write;
@@ -8,6 +11,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::approval::ApprovalRecord;
 use crate::toolbox::CallRecord;
 
 /// Where call records go.
@@ -51,12 +55,8 @@ impl CallLog {
 
     /// The line for `record` (without the newline).
     pub fn line(record: &CallRecord) -> String {
-        let ts = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
         serde_json::json!({
-            "ts_ms": ts,
+            "ts_ms": now_ms(),
             "tool": record.tool,
             "decision": record.decision,
             "rule": record.rule,
@@ -65,9 +65,31 @@ impl CallLog {
         .to_string()
     }
 
+    /// The line for one question and its answer (without the newline).
+    pub fn approval_line(record: &ApprovalRecord) -> String {
+        serde_json::json!({
+            "ts_ms": now_ms(),
+            "event": "approval",
+            "tool": record.tool,
+            "rule": record.rule,
+            "action": record.action,
+            "answer": record.answer,
+            "client": record.client,
+        })
+        .to_string()
+    }
+
     /// Writes one line for `record`. A failing log never fails the call.
     pub fn record(&self, record: &CallRecord) {
-        let line = Self::line(record);
+        self.write(&Self::line(record));
+    }
+
+    /// Writes one line for a question and its answer.
+    pub fn approval(&self, record: &ApprovalRecord) {
+        self.write(&Self::approval_line(record));
+    }
+
+    fn write(&self, line: &str) {
         match &self.sink {
             Sink::Stderr => {
                 let _ = writeln!(std::io::stderr().lock(), "{line}");
@@ -80,4 +102,11 @@ impl CallLog {
             Sink::Off => {}
         }
     }
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }

@@ -7,6 +7,8 @@ use agentcaps::patch::PatchError;
 use agentcaps::paths::PathError;
 use agentcaps::shell::ShellError;
 
+use crate::approval::Answer;
+
 /// The most characters of an error text handed to a model.
 pub const MAX_ERROR_CHARS: usize = 600;
 
@@ -92,6 +94,48 @@ pub enum ToolError {
     /// The policy could not be built.
     #[error("policy: {0}")]
     Policy(#[from] PolicyError),
+    /// A person was asked to approve the refused action and did not: they
+    /// declined, dismissed the question, or did not answer in time. The
+    /// rule is the refusal's.
+    #[error("{source} {}", not_approved(answer))]
+    NotApproved {
+        /// The refusal asked about.
+        #[source]
+        source: Box<ToolError>,
+        /// What came back.
+        answer: Answer,
+    },
+    /// The refusal's rule is one the policy asks a person about, but no one
+    /// could be asked (an MCP client without elicitation, no terminal).
+    #[error(
+        "{source} Approving it needs a person, and none could be asked (rule approval-unavailable): {why}."
+    )]
+    ApprovalUnavailable {
+        /// The refusal.
+        #[source]
+        source: Box<ToolError>,
+        /// Why no one could be asked.
+        why: String,
+    },
+}
+
+/// The sentence that follows a refusal a person did not approve.
+fn not_approved(answer: &Answer) -> String {
+    match answer {
+        Answer::Decline => "A person was asked to approve exactly this and declined.".to_owned(),
+        Answer::Cancel => {
+            "A person was asked to approve exactly this and declined (the question was dismissed)."
+                .to_owned()
+        }
+        Answer::TimedOut => {
+            "A person was asked to approve exactly this and declined (no answer in time)."
+                .to_owned()
+        }
+        other => format!(
+            "A person was asked to approve exactly this and did not ({}).",
+            other.word()
+        ),
+    }
 }
 
 impl ToolError {
@@ -107,6 +151,8 @@ impl ToolError {
             ToolError::Patch { source, .. } => source.rule(),
             ToolError::Unsupported { rule, .. } => rule,
             ToolError::Policy(_) => "policy",
+            ToolError::NotApproved { source, .. } => source.rule(),
+            ToolError::ApprovalUnavailable { .. } => "approval-unavailable",
         }
     }
 
@@ -118,6 +164,7 @@ impl ToolError {
             ToolError::Shell { source, .. } => source.is_refusal(),
             ToolError::Egress { source, .. } => source.is_refusal(),
             ToolError::Patch { source, .. } => source.is_refusal(),
+            ToolError::NotApproved { .. } | ToolError::ApprovalUnavailable { .. } => true,
             _ => false,
         }
     }

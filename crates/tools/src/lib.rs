@@ -56,6 +56,7 @@
 //! `development` preset).
 #![forbid(unsafe_code)]
 
+mod approval;
 mod calllog;
 mod catalog;
 mod describe;
@@ -75,6 +76,9 @@ mod toolbox;
 #[cfg(unix)]
 mod walk;
 
+pub use approval::{
+    Action, Answer, AnswerFuture, ApprovalRecord, Approver, Question, Refuse, validate_command,
+};
 pub use calllog::CallLog;
 pub use catalog::{TOOL_COUNT, TOOL_NAMES, ToolHints};
 pub use error::{MAX_ERROR_CHARS, ToolError};

@@ -8,7 +8,7 @@ use agentcaps::shell::{CommandRequest, Exit, RunResult, ShellError, ShellPolicy}
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::toolbox::Answer;
+use crate::approval::{Action, Asking, validate_asking};
 use crate::{ToolError, inputs};
 
 const TOOL: &str = "shell_command";
@@ -195,7 +195,7 @@ impl From<RunResult> for CommandOutput {
     }
 }
 
-impl Answer for CommandOutput {
+impl crate::toolbox::Answer for CommandOutput {
     fn text(&self) -> String {
         let status = match (self.exit_code, self.signal) {
             (Some(code), _) => format!("exit code: {code}"),
@@ -244,14 +244,14 @@ impl ShellTool {
         &self.described
     }
 
-    fn request(input: inputs::ShellCommand) -> Result<CommandRequest, ToolError> {
+    fn request(input: &inputs::ShellCommand) -> Result<CommandRequest, ToolError> {
         let invalid = |message: &str| ToolError::InvalidArguments {
             tool: TOOL,
             message: message.to_owned(),
         };
-        let mut request = match (input.argv, input.command) {
-            (Some(argv), None) => CommandRequest::argv(argv),
-            (None, Some(command)) => CommandRequest::line(command),
+        let mut request = match (&input.argv, &input.command) {
+            (Some(argv), None) => CommandRequest::argv(argv.iter().cloned()),
+            (None, Some(command)) => CommandRequest::line(command.clone()),
             (Some(_), Some(_)) => {
                 return Err(invalid("give either `argv` or `command`, not both"));
             }
@@ -261,8 +261,8 @@ impl ShellTool {
                 ));
             }
         };
-        if let Some(cwd) = input.cwd {
-            request = request.with_cwd(cwd);
+        if let Some(cwd) = &input.cwd {
+            request = request.with_cwd(cwd.clone());
         }
         if let Some(ms) = input.timeout_ms {
             request = request.with_timeout(Duration::from_millis(ms));
@@ -297,12 +297,21 @@ impl ShellTool {
     pub(crate) async fn run(
         &self,
         input: inputs::ShellCommand,
+        asking: &Asking<'_>,
     ) -> Result<CommandOutput, ToolError> {
-        let request = Self::request(input)?;
-        let validated = self
-            .policy
-            .validate(&request)
-            .map_err(|e| self.refused(e))?;
+        let action = || {
+            let argv = match (&input.argv, &input.command) {
+                (Some(argv), _) => argv.clone(),
+                (None, Some(line)) => agentcaps::shell::split(line).ok()?,
+                (None, None) => return None,
+            };
+            let cwd = crate::approval::command_cwd(&self.policy, input.cwd.as_deref());
+            Some(Action::command(&argv, &cwd))
+        };
+        let request = Self::request(&input)?;
+        let validated = validate_asking(&self.policy, &request, &action, asking)
+            .await
+            .map_err(|stopped| stopped.into_error(|e| self.refused(e)))?;
         let result = self
             .policy
             .run(validated)

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::approval::{ApprovalRecord, Approver, Asking, Memory, Refuse};
 use crate::catalog::{self, CATALOG, Definition, TOOL_NAMES, ToolHints, ToolId};
 use crate::describe::Descriptions;
 use crate::files::FileTools;
@@ -84,6 +85,8 @@ pub struct CallRecord {
     pub rule: &'static str,
     /// Wall time of the call, in milliseconds.
     pub duration_ms: u64,
+    /// The questions the call asked a person, and the answers (in order).
+    pub approvals: Vec<ApprovalRecord>,
 }
 
 /// The agentcaps tools over one [`Policy`].
@@ -103,9 +106,17 @@ pub struct CallRecord {
 /// ```
 ///
 /// Cloning is cheap (the tools are shared).
+///
+/// A refusal whose rule the policy's `[approvals] ask` lists is put to the
+/// [`Approver`] ([`Toolbox::with_approver`]; by default [`Refuse`], so such
+/// a refusal names `approval-unavailable`). Approvals remembered for the
+/// session (`remember = "session"`) are shared by this toolbox and its
+/// clones; [`Toolbox::new_session`] starts a session that remembers none.
 #[derive(Clone)]
 pub struct Toolbox {
     inner: Arc<Inner>,
+    approver: Arc<dyn Approver>,
+    memory: Arc<Memory>,
 }
 
 struct Inner {
@@ -115,6 +126,7 @@ struct Inner {
     patch: PatchTool,
     policy_info: PolicyInfoOutput,
     specs: Vec<ToolSpec>,
+    approvals: agentcaps::ApprovalsConfig,
 }
 
 impl std::fmt::Debug for Toolbox {
@@ -161,8 +173,30 @@ impl Toolbox {
                 patch,
                 policy_info,
                 specs,
+                approvals: policy.approvals.clone(),
             }),
+            approver: Arc::new(Refuse),
+            memory: Arc::new(Memory::default()),
         })
+    }
+
+    /// This toolbox with `approver` answering the questions of `[approvals]`
+    /// (the tools and the session's remembered approvals are shared with
+    /// `self`).
+    #[must_use]
+    pub fn with_approver(self, approver: Arc<dyn Approver>) -> Self {
+        Self { approver, ..self }
+    }
+
+    /// The same tools and approver for a new session: no approval of
+    /// another session is remembered in it (a server with several clients
+    /// gives each its own).
+    #[must_use]
+    pub fn new_session(&self) -> Self {
+        Self {
+            memory: Arc::new(Memory::default()),
+            ..self.clone()
+        }
     }
 
     /// The tools, with their live descriptions and schemas.
@@ -203,6 +237,49 @@ impl Toolbox {
         arguments: Value,
         stop: &Stop,
     ) -> Result<ToolOutput, ToolError> {
+        let records = std::sync::Mutex::new(Vec::new());
+        self.call_asking(name, arguments, stop, self.approver.as_ref(), &records)
+            .await
+    }
+
+    /// Like [`Toolbox::call_until`], asking `approver` (instead of the
+    /// toolbox's own) about refusals the policy asks about, and returning
+    /// the [`CallRecord`] with the questions and answers.
+    pub async fn call_recorded_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        stop: &Stop,
+        approver: &dyn Approver,
+    ) -> (Result<ToolOutput, ToolError>, CallRecord) {
+        let started = Instant::now();
+        let records = std::sync::Mutex::new(Vec::new());
+        let result = self
+            .call_asking(name, arguments, stop, approver, &records)
+            .await;
+        let (decision, rule) = match &result {
+            Ok(_) => ("allow", ""),
+            Err(e) if e.is_refusal() => ("deny", e.rule()),
+            Err(e) => ("error", e.rule()),
+        };
+        let record = CallRecord {
+            tool: name.chars().take(100).collect(),
+            decision,
+            rule,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            approvals: records.into_inner().unwrap_or_default(),
+        };
+        (result, record)
+    }
+
+    async fn call_asking(
+        &self,
+        name: &str,
+        arguments: Value,
+        stop: &Stop,
+        approver: &dyn Approver,
+        records: &std::sync::Mutex<Vec<ApprovalRecord>>,
+    ) -> Result<ToolOutput, ToolError> {
         let Some(definition) = catalog::find(name) else {
             return Err(ToolError::UnknownTool {
                 name: name.chars().take(100).collect(),
@@ -212,7 +289,14 @@ impl Toolbox {
         match definition.id {
             ToolId::ShellCommand => {
                 let input = args(definition, arguments)?;
-                answer(self.inner.shell.run(input).await)
+                let asking = Asking {
+                    config: &self.inner.approvals,
+                    approver,
+                    memory: &self.memory,
+                    records,
+                    tool: definition.name,
+                };
+                answer(self.inner.shell.run(input, &asking).await)
             }
             ToolId::HttpRequest => {
                 let input = args(definition, arguments)?;
@@ -243,20 +327,8 @@ impl Toolbox {
         arguments: Value,
         stop: &Stop,
     ) -> (Result<ToolOutput, ToolError>, CallRecord) {
-        let started = Instant::now();
-        let result = self.call_until(name, arguments, stop).await;
-        let (decision, rule) = match &result {
-            Ok(_) => ("allow", ""),
-            Err(e) if e.is_refusal() => ("deny", e.rule()),
-            Err(e) => ("error", e.rule()),
-        };
-        let record = CallRecord {
-            tool: name.chars().take(100).collect(),
-            decision,
-            rule,
-            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        };
-        (result, record)
+        self.call_recorded_with(name, arguments, stop, self.approver.as_ref())
+            .await
     }
 }
 

@@ -55,12 +55,9 @@ fn python() -> PathBuf {
     python
 }
 
-#[test]
-#[cfg_attr(
-    windows,
-    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3 (the rmcp client test drives the same server on Windows)"
-)]
-fn official_python_sdk_drives_every_tool() {
+/// Runs `tests/python/SCRIPT` with the SDK's interpreter against the
+/// server; every check in it must pass.
+fn run_script(script: &str) {
     let python = python();
     let probe = Command::new(&python)
         .args(["-c", "import mcp"])
@@ -72,7 +69,7 @@ fn official_python_sdk_drives_every_tool() {
         python.display(),
         String::from_utf8_lossy(&probe.stderr)
     );
-    let script = workspace().join("tests/python/mcp_e2e.py");
+    let script = workspace().join("tests/python").join(script);
     let out = Command::new(&python)
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_agentcaps"))
@@ -86,4 +83,25 @@ fn official_python_sdk_drives_every_tool() {
     );
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
     assert!(!stdout.contains("FAILED"), "{stdout}");
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3 (the rmcp client test drives the same server on Windows)"
+)]
+fn official_python_sdk_drives_every_tool() {
+    run_script("mcp_e2e.py");
+}
+
+/// Approvals through the SDK's elicitation callback: approve, decline,
+/// cancel, timeout, once and session, a client without elicitation, an
+/// approved command still confined, never-askable rules at load, the log.
+#[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "the approved command is checked for `enforced: full` and its judged write-back, which only the Linux view gives"
+)]
+fn official_python_sdk_answers_approval_questions() {
+    run_script("mcp_approvals.py");
 }

@@ -1,6 +1,7 @@
 //! The `agentcaps` command line: argument parsing, policy
 //! loading, and dispatch to one module per subcommand.
 
+mod ask;
 mod check;
 mod fetch;
 mod patch;
@@ -134,7 +135,16 @@ pub(crate) struct ShellArgs {
     argv: Vec<String>,
 }
 
-pub(crate) type RunArgs = ShellArgs;
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    shell: ShellArgs,
+    /// When the policy's `[approvals] ask` lists the refusal's rule, ask on
+    /// the terminal (standard input and standard error must both be one;
+    /// otherwise the command is refused at once, exit 3).
+    #[arg(long)]
+    ask: bool,
+}
 
 #[derive(Debug, Args)]
 pub(crate) struct UrlArgs {
@@ -211,7 +221,7 @@ pub(crate) fn main() -> i32 {
         Command::Check(CheckCommand::Shell(args)) => (args.common.json, check::shell(&args)),
         Command::Check(CheckCommand::Url(args)) => (args.common.json, check::url(&args)),
         Command::Check(CheckCommand::Policy(args)) => (args.json, check::policy(&args)),
-        Command::Run(args) => (args.common.json, run::run(&args)),
+        Command::Run(args) => (args.shell.common.json, run::run(&args)),
         Command::Fetch(args) => (args.common.json, fetch::fetch(&args)),
         Command::Patch(args) => (args.common.json, patch::patch(&args)),
         Command::Mcp(args) => (false, mcp(&args)),

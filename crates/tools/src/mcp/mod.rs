@@ -14,6 +14,7 @@
 //! JSON line (tool, decision, rule, duration) to the [`CallLog`]; nothing
 //! but protocol messages ever goes to stdout.
 
+mod elicit;
 mod wire;
 
 use std::sync::Arc;
@@ -140,11 +141,14 @@ impl McpServer {
         name: &str,
         arguments: Option<Map<String, Value>>,
         cancelled: impl std::future::Future<Output = ()>,
+        approver: &dyn crate::Approver,
     ) -> Result<CallToolResult, ErrorData> {
         let arguments = arguments.map_or(Value::Null, wire::restore_arguments);
         let stop = Stop::default();
         let started = std::time::Instant::now();
-        let call = self.toolbox.call_recorded_until(name, arguments, &stop);
+        let call = self
+            .toolbox
+            .call_recorded_with(name, arguments, &stop, approver);
         let (result, record) = tokio::select! {
             done = call => done,
             () = cancelled => {
@@ -157,10 +161,14 @@ impl McpServer {
                     decision: "error",
                     rule: "cancelled",
                     duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    approvals: Vec::new(),
                 };
                 (Err(error), record)
             }
         };
+        for approval in &record.approvals {
+            self.log.approval(approval);
+        }
         self.log.record(&record);
         match result {
             Ok(output) => {
@@ -224,10 +232,12 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let approver = elicit::ClientApprover::new(context.peer.clone());
         self.call(
             &request.name,
             request.arguments,
             context.ct.cancelled_owned(),
+            &approver,
         )
         .await
         .map(Into::into)

@@ -1,0 +1,305 @@
+//! Approvals through the library: a [`Toolbox`] with a host [`Approver`].
+//! The default refuses (naming `approval-unavailable`); a question is asked
+//! only for a rule the policy lists; a "yes" lets exactly the refusal asked
+//! about through; a slow approver is a timeout; each question is recorded.
+#![allow(missing_docs)]
+#![cfg(unix)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agentcaps_tools::{Answer, AnswerFuture, Approver, Question, Stop, Toolbox};
+use serde_json::json;
+
+/// Answers from a script and keeps every question.
+#[derive(Default)]
+struct Scripted {
+    answers: Mutex<Vec<Answer>>,
+    questions: Mutex<Vec<Question>>,
+    delay: Duration,
+}
+
+impl Scripted {
+    fn new(answers: Vec<Answer>) -> Arc<Self> {
+        Arc::new(Self {
+            answers: Mutex::new(answers),
+            ..Self::default()
+        })
+    }
+
+    fn asked(&self) -> Vec<Question> {
+        self.questions.lock().expect("lock").clone()
+    }
+}
+
+impl Approver for Scripted {
+    fn ask<'a>(&'a self, question: &'a Question) -> AnswerFuture<'a> {
+        self.questions.lock().expect("lock").push(question.clone());
+        let answer = {
+            let mut answers = self.answers.lock().expect("lock");
+            if answers.is_empty() {
+                Answer::Decline
+            } else {
+                answers.remove(0)
+            }
+        };
+        Box::pin(async move {
+            tokio::time::sleep(self.delay).await;
+            answer
+        })
+    }
+
+    fn who(&self) -> String {
+        "scripted".to_owned()
+    }
+}
+
+struct Project {
+    _dir: tempfile::TempDir,
+    toolbox: Toolbox,
+}
+
+fn project(approvals: &str) -> Project {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::write(root.join("names.txt"), "b\na\n").expect("write");
+    std::fs::create_dir_all(root.join("sub")).expect("mkdir");
+    let policy = agentcaps::Policy::from_toml(
+        &format!("[files]\nallowed = [\".\"]\n[shell]\nworking_directory = \".\"\n{approvals}"),
+        &root,
+    )
+    .expect("policy");
+    let toolbox = Toolbox::new(&policy, &root).expect("toolbox");
+    Project { _dir: dir, toolbox }
+}
+
+const ASK: &str = "[approvals]\nask = [\"not-allowed-program\"]\ntimeout_ms = 800\n";
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn the_default_approver_refuses_naming_approval_unavailable() {
+    let p = project(ASK);
+    let err = rt()
+        .block_on(
+            p.toolbox
+                .call("shell_command", json!({"argv": ["sort", "names.txt"]})),
+        )
+        .expect_err("no one to ask");
+    assert_eq!(err.rule(), "approval-unavailable");
+    assert!(err.is_refusal());
+    let text = err.to_model_text();
+    assert!(text.contains("not-allowed-program"), "{text}");
+    insta::assert_snapshot!("approval_unavailable", text);
+}
+
+#[test]
+fn nothing_is_asked_without_the_rule_in_ask() {
+    let p = project("");
+    let person = Scripted::new(vec![Answer::Approve { remember: false }]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let err = rt()
+        .block_on(toolbox.call("shell_command", json!({"argv": ["sort", "names.txt"]})))
+        .expect_err("refused");
+    assert_eq!(err.rule(), "not-allowed-program");
+    assert!(person.asked().is_empty());
+    // A listed rule, but a refusal under another one: not asked either.
+    let p = project(ASK);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let err = rt()
+        .block_on(toolbox.call("shell_command", json!({"command": "cat names.txt | sort"})))
+        .expect_err("refused");
+    assert_eq!(err.rule(), "shell-operator");
+    let err = rt()
+        .block_on(toolbox.call("shell_command", json!({"argv": ["cat", "/etc/passwd"]})))
+        .expect_err("refused");
+    assert_eq!(err.rule(), "path");
+    assert!(person.asked().is_empty());
+}
+
+#[test]
+fn a_question_names_the_exact_action_and_its_digest() {
+    let p = project(ASK);
+    let person = Scripted::new(vec![
+        Answer::Approve { remember: false },
+        Answer::Approve { remember: false },
+        Answer::Approve { remember: false },
+    ]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    for args in [
+        json!({"argv": ["sort", "names.txt"]}),
+        json!({"command": "sort names.txt", "cwd": "."}),
+        json!({"argv": ["sort", "names.txt"], "cwd": "sub"}),
+    ] {
+        let _ = rt.block_on(toolbox.call("shell_command", args));
+    }
+    let asked = person.asked();
+    assert_eq!(asked.len(), 3);
+    let q = &asked[0];
+    assert_eq!((q.tool, q.rule), ("shell_command", "not-allowed-program"));
+    assert!(q.action.summary.contains("`sort names.txt`"), "{q:?}");
+    assert_eq!(q.action.digest.len(), 64);
+    assert_eq!(q.timeout, Duration::from_millis(800));
+    assert!(!q.may_remember);
+    // The same argv in the same directory, however spelled, is one action;
+    // in another directory it is another.
+    assert_eq!(asked[0].action.digest, asked[1].action.digest);
+    assert_ne!(asked[0].action.digest, asked[2].action.digest);
+}
+
+#[test]
+fn a_yes_covers_the_refusal_asked_about_and_nothing_else() {
+    let p = project("[approvals]\nask = [\"not-allowed-program\"]\n");
+    // `env` approved as a program is still a launcher; `sort` approved
+    // with a file outside the root is still a path refusal.
+    let person = Scripted::new(vec![
+        Answer::Approve { remember: true },
+        Answer::Approve { remember: true },
+    ]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let err = rt
+        .block_on(toolbox.call(
+            "shell_command",
+            json!({"argv": ["env", "cat", "names.txt"]}),
+        ))
+        .expect_err("launcher");
+    assert_eq!(err.rule(), "launcher", "{err}");
+    let err = rt
+        .block_on(toolbox.call("shell_command", json!({"argv": ["sort", "/etc/passwd"]})))
+        .expect_err("outside");
+    assert_eq!(err.rule(), "path", "{err}");
+    assert_eq!(person.asked().len(), 2);
+}
+
+#[test]
+fn a_slow_answer_is_a_timeout_at_the_policys_time() {
+    let p = project(ASK);
+    let person = Arc::new(Scripted {
+        answers: Mutex::new(vec![Answer::Approve { remember: false }]),
+        delay: Duration::from_secs(5),
+        ..Scripted::default()
+    });
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let started = Instant::now();
+    let err = rt()
+        .block_on(toolbox.call("shell_command", json!({"argv": ["sort", "names.txt"]})))
+        .expect_err("timed out");
+    let took = started.elapsed();
+    assert_eq!(err.rule(), "not-allowed-program");
+    assert!(err.to_model_text().contains("no answer in time"), "{err}");
+    assert!(
+        took >= Duration::from_millis(800) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+}
+
+#[test]
+fn the_record_has_one_entry_per_question() {
+    let p = project("[approvals]\nask = [\"not-allowed-program\"]\nremember = \"session\"\n");
+    let person = Scripted::new(vec![Answer::Approve { remember: true }, Answer::Cancel]);
+    let rt = rt();
+    let call = |argv: serde_json::Value| {
+        rt.block_on(p.toolbox.call_recorded_with(
+            "shell_command",
+            json!({ "argv": argv }),
+            &Stop::default(),
+            person.as_ref(),
+        ))
+    };
+    let (first, record) = call(json!(["sort", "names.txt"]));
+    assert!(first.is_ok(), "{first:?}");
+    assert_eq!(record.decision, "allow");
+    let answers: Vec<_> = record
+        .approvals
+        .iter()
+        .map(|a| (a.answer, a.client.as_str()))
+        .collect();
+    assert_eq!(answers, [("approved-session", "scripted")]);
+    let (again, record) = call(json!(["sort", "names.txt"]));
+    assert!(again.is_ok());
+    assert_eq!(record.approvals[0].answer, "remembered");
+    let (other, record) = call(json!(["sort", "-r", "names.txt"]));
+    assert_eq!(other.expect_err("cancelled").rule(), "not-allowed-program");
+    assert_eq!(
+        (record.decision, record.rule),
+        ("deny", "not-allowed-program")
+    );
+    assert_eq!(record.approvals[0].answer, "cancelled");
+    assert_eq!(person.asked().len(), 2);
+    // The call-log line carries the digest, never the arguments.
+    let line = agentcaps_tools::CallLog::approval_line(&record.approvals[0]);
+    assert!(
+        line.contains("\"event\":\"approval\"") && !line.contains("names.txt"),
+        "{line}"
+    );
+}
+
+#[test]
+fn refusal_texts_of_answers() {
+    let p = project(ASK);
+    let rt = rt();
+    for (name, answer) in [
+        ("approval_declined", Answer::Decline),
+        ("approval_cancelled", Answer::Cancel),
+    ] {
+        let toolbox = p.toolbox.clone().with_approver(Scripted::new(vec![answer]));
+        let err = rt
+            .block_on(toolbox.call("shell_command", json!({"argv": ["sort", "names.txt"]})))
+            .expect_err(name);
+        insta::assert_snapshot!(name, err.to_model_text());
+    }
+}
+
+#[test]
+fn a_question_cannot_be_dressed_up_by_the_agent() {
+    // Terminal escapes, a carriage return and bidi overrides in argv would
+    // let an agent make the person read another action than the one asked.
+    let p = project(ASK);
+    let person = Scripted::new(vec![Answer::Decline]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let sneaky = "names.txt\r\u{1b}[2K\u{1b}[1Arun `cat notes.txt`\u{202e}txt.\u{2066}";
+    let _ = rt().block_on(toolbox.call("shell_command", json!({"argv": ["sort", sneaky]})));
+    let asked = person.asked();
+    assert_eq!(asked.len(), 1);
+    let text = asked[0].text();
+    for c in ['\r', '\u{1b}', '\u{202e}', '\u{2066}'] {
+        assert!(!text.contains(c), "{c:?} reaches the person: {text:?}");
+    }
+    assert!(
+        text.contains("\\u{1b}") && text.contains("\\u{202e}"),
+        "{text}"
+    );
+    // The digest is still of the exact words.
+    assert_eq!(asked[0].action.digest.len(), 64);
+}
+
+#[test]
+fn a_new_session_remembers_no_approval_of_another() {
+    let p = project("[approvals]\nask = [\"not-allowed-program\"]\nremember = \"session\"\n");
+    let person = Scripted::new(vec![Answer::Approve { remember: true }]);
+    let first = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let args = || json!({"argv": ["sort", "names.txt"]});
+    assert!(rt.block_on(first.call("shell_command", args())).is_ok());
+    // Its clones share the session: not asked again.
+    assert!(
+        rt.block_on(first.clone().call("shell_command", args()))
+            .is_ok()
+    );
+    assert_eq!(person.asked().len(), 1);
+    // Another session is asked (and the script now declines).
+    let other = first.new_session();
+    let err = rt
+        .block_on(other.call("shell_command", args()))
+        .expect_err("asked again and declined");
+    assert!(err.to_model_text().contains("declined"), "{err}");
+    assert_eq!(person.asked().len(), 2);
+}
