@@ -17,8 +17,10 @@ use crate::{Access, EntryKind, FileSystem, PathError, PathPolicy};
 mod files;
 mod sys;
 mod transaction;
+mod version;
 
 pub use transaction::{SetAside, Staged};
+pub use version::{Version, Writers};
 
 use sys::{Dir, Failed, Why};
 
@@ -29,6 +31,11 @@ pub enum WriteMode {
     CreateNew,
     /// Replace the target's contents (atomically, by rename).
     Overwrite,
+    /// Replace the target, only while it is still this version of the file
+    /// (the one the new content was made from, read with
+    /// [`Beneath::read_versioned`]); otherwise refuse with
+    /// [`PathError::Conflict`] and leave it as it is.
+    Unchanged(Version),
 }
 
 /// What [`Beneath::metadata`] reports (never following a final link).
