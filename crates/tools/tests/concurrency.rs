@@ -170,13 +170,22 @@ fn a_write_racing_a_rename_to_cargo_never_lands_there_across_two_servers() {
     let mut writer = Server::start(&policy, &tree.root);
     let mut mover = Server::start(&policy, &tree.root);
     let content = big_content();
+    let write = json!({"path": "x/config.toml", "content": content});
+    // Across processes the two calls meet only by timing: the move is sent
+    // after a delay swept over the time a write takes, so that some moves
+    // fall inside a write.
+    fresh_x(&tree.root);
+    let started = std::time::Instant::now();
+    writer
+        .call("write_file", write.clone())
+        .expect("a write alone");
+    let write_time = started.elapsed();
     let mut tally = Tally::default();
     for attempt in 0..TRIES {
         fresh_x(&tree.root);
-        writer.send(
-            "write_file",
-            json!({"path": "x/config.toml", "content": content}),
-        );
+        writer.send("write_file", write.clone());
+        let step = u32::try_from(attempt % 100).unwrap_or(0);
+        std::thread::sleep(write_time * step / 100);
         mover.send("move_file", json!({"from": "x", "to": ".cargo"}));
         let (wrote, moved) = (writer.outcome(), mover.outcome());
         assert!(
