@@ -68,6 +68,9 @@ pub struct Policy {
     /// `[approvals]`: which refusals become a question to a person.
     pub approvals: ApprovalsConfig,
     origin: Origin,
+    /// The files the policy was read from (as given and as they really
+    /// are): write-protected wherever they lie.
+    loaded_from: Vec<PathBuf>,
     notices: Vec<Notice>,
     /// The text the policy was read from (for the origin of each entry).
     source: String,
@@ -181,6 +184,12 @@ impl Policy {
             path: absolute.clone(),
             source: Box::new(source),
         })?;
+        policy.loaded_from = vec![absolute.clone()];
+        if let Ok(real) = std::fs::canonicalize(&absolute)
+            && real != absolute
+        {
+            policy.loaded_from.push(real);
+        }
         policy.origin = Origin::File(absolute);
         Ok(policy)
     }
@@ -220,6 +229,7 @@ impl Policy {
             origin: Origin::Text {
                 base: base.to_path_buf(),
             },
+            loaded_from: Vec::new(),
             notices,
             source: text.to_owned(),
         };
@@ -285,8 +295,44 @@ impl Policy {
     /// # Errors
     ///
     /// [`PolicyError::Files`] if a root or glob is invalid.
+    ///
+    /// # Security
+    ///
+    /// The files the policy was loaded from ([`Policy::loaded_from`]) are
+    /// write-protected in it wherever they lie, even with
+    /// `defaults = false`: no tool, patch or command judged by it can
+    /// rewrite the policy the next run or server start would use.
     pub fn path_policy(&self) -> Result<PathPolicy, PolicyError> {
-        self.files.build().map_err(PolicyError::Files)
+        let mut builder = self.files.builder();
+        for file in &self.loaded_from {
+            builder = builder.protect_file_from_writes(file);
+        }
+        builder.build().map_err(PolicyError::Files)
+    }
+
+    /// The files this policy was read from: the policy file as given (made
+    /// absolute) and, when that is a link, the file it leads to. Empty for
+    /// text and the built-in default.
+    pub fn loaded_from(&self) -> &[PathBuf] {
+        &self.loaded_from
+    }
+
+    /// A warning when the policy file lies inside a root allowed for
+    /// writing: it is write-protected there, but any program the host runs
+    /// unconfined in that tree (or a policy without this protection) could
+    /// rewrite it; a policy file is best kept outside the roots it opens.
+    pub fn placement_warning(&self) -> Option<String> {
+        let file = self.loaded_from.last()?;
+        let paths = self.path_policy().ok()?;
+        let (root, _) = paths
+            .roots()
+            .filter(|(_, access)| *access == crate::paths::RootAccess::ReadWrite)
+            .find(|(root, _)| file.starts_with(root))?;
+        Some(format!(
+            "WARNING: the policy file {} lies inside the writable root {}; the tools and commands cannot rewrite it, but keep it outside the roots it opens where you can",
+            file.display(),
+            root.display()
+        ))
     }
 
     /// Builds the `[shell]` policy, holding file arguments to `[files]` when

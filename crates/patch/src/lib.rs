@@ -267,6 +267,15 @@ impl Patcher {
         let plan = plan::plan(patch, &ctx, options.strip)?;
         let mut left_over = Vec::new();
         if !options.dry_run {
+            // Other writers of these files in this process wait; one that
+            // wrote since the plan read them makes this a conflict (each
+            // file is replaced only while it is the version read).
+            let _writers = beneath
+                .hold_writers(&base, &plan.paths())
+                .map_err(|source| PatchError::PathPolicy {
+                    path: base.display().to_string(),
+                    source: Box::new(source),
+                })?;
             let mut store = transaction::BeneathStore {
                 beneath: &beneath,
                 base: &base,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{
-    Access, Beneath, EntryKind, FileSystem, PathError, PathPolicy, check_portable_name,
+    Access, Beneath, EntryKind, FileSystem, PathError, PathPolicy, Version, check_portable_name,
 };
 
 use crate::config::PatchPolicyConfig;
@@ -27,6 +27,10 @@ pub(crate) struct Planned {
     pub(crate) report: FileReport,
     /// The unified diff this change applies (when asked for: dry runs).
     pub(crate) diff: Option<String>,
+    /// The version of the file the change was made from (an update, a
+    /// move or a deletion): it is replaced or removed only while it is
+    /// still that version.
+    pub(crate) read: Option<Version>,
 }
 
 /// A whole patch, planned.
@@ -35,6 +39,22 @@ pub(crate) struct Plan {
     pub(crate) files: Vec<Planned>,
     /// Directories to create, parents first (relative spellings).
     pub(crate) new_dirs: Vec<String>,
+}
+
+impl Plan {
+    /// Every file the plan writes, creates, moves or removes.
+    pub(crate) fn paths(&self) -> Vec<&str> {
+        let mut paths = Vec::new();
+        for planned in &self.files {
+            match &planned.op {
+                Operation::Create(p) | Operation::Update(p) | Operation::Delete(p) => {
+                    paths.push(p.as_str());
+                }
+                Operation::Move(from, to) => paths.extend([from.as_str(), to.as_str()]),
+            }
+        }
+        paths
+    }
 }
 
 /// Removes the strip prefix: git's `a/`/`b/` by default, `n` components
@@ -387,10 +407,10 @@ fn expect_absent(rel: &str, kind: Option<EntryKind>) -> Result<()> {
     }
 }
 
-fn read(ctx: &Context<'_>, rel: &str) -> Result<Vec<u8>> {
-    let bytes = ctx
+fn read(ctx: &Context<'_>, rel: &str) -> Result<(Vec<u8>, Version)> {
+    let (bytes, version) = ctx
         .beneath
-        .read(ctx.base, rel, ctx.config.max_target_bytes)
+        .read_versioned(ctx.base, rel, ctx.config.max_target_bytes)
         .map_err(|e| match e {
             PathError::TooLarge { len, limit, .. } => PatchError::Bound {
                 bound: Bound::TargetBytes,
@@ -414,7 +434,7 @@ fn read(ctx: &Context<'_>, rel: &str) -> Result<Vec<u8>> {
             check: StateCheck::NotText,
         });
     }
-    Ok(bytes)
+    Ok((bytes, version))
 }
 
 /// Resolves, judges and applies the whole patch in memory.
@@ -537,6 +557,7 @@ fn plan_file(
     let work = crate::hunk::Work::new(budget);
     let lenient = ctx.config.lenient;
     let diff;
+    let mut read_version = None;
     let (content, report) = match &op {
         Operation::Create(p) => {
             let content = crate::hunk::created(&file.hunks);
@@ -562,7 +583,8 @@ fn plan_file(
                 Operation::Move(from, to) => (to, Some(from.clone()), FileAction::Moved),
                 _ => (source, None, FileAction::Modified),
             };
-            let original = read(ctx, source)?;
+            let (original, version) = read(ctx, source)?;
+            read_version = Some(version);
             let (content, hunks) =
                 crate::hunk::apply(source, &original, &file.hunks, lenient, &work)?;
             bound(
@@ -586,7 +608,8 @@ fn plan_file(
             ((!unchanged).then_some(content), report)
         }
         Operation::Delete(p) => {
-            let original = read(ctx, p)?;
+            let (original, version) = read(ctx, p)?;
+            read_version = Some(version);
             let mut hunks = Vec::new();
             if format == Format::Unified {
                 let differs = || PatchError::State {
@@ -620,6 +643,7 @@ fn plan_file(
         content,
         report,
         diff,
+        read: read_version,
     })
 }
 

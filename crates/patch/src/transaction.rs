@@ -29,7 +29,7 @@
 
 use std::path::Path;
 
-use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
+use agentcaps_paths::{Beneath, PathError, SetAside, Staged, Version};
 
 use crate::error::PatchError;
 use crate::model::Operation;
@@ -48,12 +48,19 @@ pub(crate) trait Store: Sync {
     type Aside: Send;
     fn stage(&self, path: &str, bytes: &[u8]) -> Result<Self::Staged>;
     fn discard(&self, path: &str, staged: Self::Staged) -> Result<()>;
-    /// Puts `staged` in place of the existing file, which is kept aside.
-    fn replace(&mut self, path: &str, staged: Self::Staged) -> Result<Self::Aside>;
+    /// Puts `staged` in place of the existing file, which is kept aside;
+    /// with `read`, only while that file is still the version read.
+    fn replace(
+        &mut self,
+        path: &str,
+        staged: Self::Staged,
+        read: Option<Version>,
+    ) -> Result<Self::Aside>;
     /// Puts `staged` at `path`, where nothing may be.
     fn create(&mut self, path: &str, staged: Self::Staged) -> Result<()>;
-    /// Moves the file at `path` aside.
-    fn set_aside(&mut self, path: &str) -> Result<Self::Aside>;
+    /// Moves the file at `path` aside; with `read`, only while it is still
+    /// the version read.
+    fn set_aside(&mut self, path: &str, read: Option<Version>) -> Result<Self::Aside>;
     fn restore(&mut self, path: &str, aside: Self::Aside) -> Result<()>;
     fn release(&self, path: &str, aside: Self::Aside) -> Result<()>;
     fn remove_file(&mut self, path: &str) -> Result<()>;
@@ -97,18 +104,24 @@ impl Store for BeneathStore<'_> {
     fn discard(&self, path: &str, staged: Staged) -> Result<()> {
         self.beneath.discard(staged).map_err(wrap("discard", path))
     }
-    fn replace(&mut self, path: &str, staged: Staged) -> Result<SetAside> {
-        self.beneath.replace(staged).map_err(wrap("rename", path))
+    fn replace(&mut self, path: &str, staged: Staged, read: Option<Version>) -> Result<SetAside> {
+        match read {
+            Some(read) => self.beneath.replace_unchanged(staged, read),
+            None => self.beneath.replace(staged),
+        }
+        .map_err(wrap("rename", path))
     }
     fn create(&mut self, path: &str, staged: Staged) -> Result<()> {
         self.beneath
             .commit_new(staged)
             .map_err(wrap("rename", path))
     }
-    fn set_aside(&mut self, path: &str) -> Result<SetAside> {
-        self.beneath
-            .set_aside(self.base, path)
-            .map_err(wrap("remove", path))
+    fn set_aside(&mut self, path: &str, read: Option<Version>) -> Result<SetAside> {
+        match read {
+            Some(read) => self.beneath.set_aside_unchanged(self.base, path, read),
+            None => self.beneath.set_aside(self.base, path),
+        }
+        .map_err(wrap("remove", path))
     }
     fn restore(&mut self, path: &str, aside: SetAside) -> Result<()> {
         self.beneath.restore(aside).map_err(wrap("restore", path))
@@ -146,9 +159,13 @@ enum Step<'p> {
         path: &'p str,
         staged: usize,
         replaces: bool,
+        read: Option<Version>,
     },
-    /// Move the file at `path` aside (a deletion).
-    Remove { path: &'p str },
+    /// Move the file at `path` aside (a deletion), the version read.
+    Remove {
+        path: &'p str,
+        read: Option<Version>,
+    },
     /// Rename `from` to `to` (refused if `to` exists by then).
     Rename { from: &'p str, to: &'p str },
 }
@@ -205,11 +222,15 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<Vec<String
                 path,
                 staged: writes.len(),
                 replaces,
+                read: planned.read,
             });
             writes.push((path, content));
         }
         match &planned.op {
-            Operation::Delete(p) => steps.push(Step::Remove { path: p }),
+            Operation::Delete(p) => steps.push(Step::Remove {
+                path: p,
+                read: planned.read,
+            }),
             Operation::Move(from, to) => steps.push(Step::Rename { from, to }),
             _ => {}
         }
@@ -244,15 +265,16 @@ pub(crate) fn execute<S: Store>(store: &mut S, plan: &Plan) -> Result<Vec<String
                 path,
                 staged: i,
                 replaces,
+                read,
             } => match staged.get_mut(i).and_then(Option::take) {
                 Some((_, s)) if replaces => store
-                    .replace(path, s)
+                    .replace(path, s, read)
                     .map(|aside| Done::Aside { path, aside }),
                 Some((_, s)) => store.create(path, s).map(|()| Done::Created { path }),
                 None => continue,
             },
-            Step::Remove { path } => store
-                .set_aside(path)
+            Step::Remove { path, read } => store
+                .set_aside(path, read)
                 .map(|aside| Done::Aside { path, aside }),
             Step::Rename { from, to } => {
                 store.rename(from, to).map(|()| Done::Renamed { from, to })
@@ -389,17 +411,22 @@ mod tests {
         fn discard(&self, path: &str, staged: S::Staged) -> Result<()> {
             self.inner.discard(path, staged)
         }
-        fn replace(&mut self, path: &str, staged: S::Staged) -> Result<S::Aside> {
+        fn replace(
+            &mut self,
+            path: &str,
+            staged: S::Staged,
+            read: Option<Version>,
+        ) -> Result<S::Aside> {
             let staged = self.put(path, staged)?;
-            self.inner.replace(path, staged)
+            self.inner.replace(path, staged, read)
         }
         fn create(&mut self, path: &str, staged: S::Staged) -> Result<()> {
             let staged = self.put(path, staged)?;
             self.inner.create(path, staged)
         }
-        fn set_aside(&mut self, path: &str) -> Result<S::Aside> {
+        fn set_aside(&mut self, path: &str, read: Option<Version>) -> Result<S::Aside> {
             (self.hook)(Moment::Change, path)?;
-            self.inner.set_aside(path)
+            self.inner.set_aside(path, read)
         }
         fn restore(&mut self, path: &str, aside: S::Aside) -> Result<()> {
             self.inner.restore(path, aside)
@@ -850,13 +877,21 @@ rename to moved/new-name.txt
     }
 
     #[test]
-    fn link_swapped_in_after_staging_writes_stay_beneath_the_root() {
-        // The staged files hold the real directory's handle: the renames land
-        // in the moved directory, inside the root, never through the link.
+    fn link_swapped_in_after_staging_is_refused_as_changed_and_undone() {
+        // The staged files hold the real directory's handle, so nothing
+        // goes through the link; and once a file is in place its directory
+        // is opened again by its path: it is no longer the one the names
+        // were judged for, so the change is undone and refused.
         let (result, root) = race(false);
-        assert!(result.is_ok(), "{result:?}");
+        let refused = result.expect_err("the directory was moved meanwhile");
+        assert_eq!(refused.rule(), "changed", "{refused:?}");
         let content = |k: &str| root.get(k).and_then(|(c, _)| c.clone());
-        assert_eq!(content("sub.moved/file.txt"), Some(b"pwned\n".to_vec()));
-        assert_eq!(content("sub.moved/new.txt"), Some(b"pwned\n".to_vec()));
+        assert_eq!(content("sub.moved/file.txt"), Some(b"a\n".to_vec()));
+        assert_eq!(content("sub.moved/new.txt"), None);
+        assert!(
+            root.keys().all(|k| !k.contains(".agentcaps-")),
+            "no temporary file is left: {:?}",
+            root.keys()
+        );
     }
 }

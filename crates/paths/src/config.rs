@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{PathError, PathPolicy};
+use crate::{PathError, PathPolicy, PathPolicyBuilder};
 
 /// What the agent wants to do with a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -153,6 +153,13 @@ impl PathPolicyConfig {
     /// [`PathError::InvalidPolicy`] for a relative root or blocked path, a
     /// root that cannot be canonicalized, or a glob that does not compile.
     pub fn build(&self) -> Result<PathPolicy, PathError> {
+        self.builder().build()
+    }
+
+    /// The builder [`PathPolicyConfig::build`] builds, for a host to add to
+    /// (say [`PathPolicyBuilder::protect_file_from_writes`] for its own
+    /// configuration files) before building.
+    pub fn builder(&self) -> PathPolicyBuilder {
         let mut builder = PathPolicy::builder();
         if !self.defaults {
             builder = crate::danger::without_defaults(builder);
@@ -172,6 +179,5 @@ impl PathPolicyConfig {
         builder
             .windows_aliases(self.windows_aliases)
             .case_insensitive(self.case_insensitive)
-            .build()
     }
 }

@@ -114,4 +114,8 @@ pub(crate) const WRITE_PROTECTED: &[(&str, &str)] = &[
         "**/.gitconfig",
         "git settings that name programs git runs (core.pager, aliases, filters)",
     ),
+    (
+        "**/agentcaps.toml",
+        "agentcaps policy files: a rewritten one (`allowed = [\"/\"]`) is used by the next run or server start",
+    ),
 ];

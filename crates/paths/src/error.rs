@@ -260,6 +260,30 @@ pub enum PathError {
         /// What was found.
         detail: String,
     },
+    /// The file changed since the writer read it (another writer replaced
+    /// or modified it): nothing was written.
+    #[error(
+        "refused writing `{}`: {at} changed since it was read ({detail}), so writing would lose that change; read it again and redo the change", shown(.spelling), at = shown_path(.location))]
+    Conflict {
+        /// What the agent wrote.
+        spelling: String,
+        /// The file's real location.
+        location: PathBuf,
+        /// What changed.
+        detail: String,
+    },
+    /// A link would point outside every allowed root once moved (a
+    /// relative link moved shallower or deeper resolves elsewhere).
+    #[error(
+        "refused moving `{}`: the link {link} would point to {at}, outside the allowed directories; move the link where it still points inside them, or recreate it", shown(.spelling), link = shown_path(.link), at = shown_path(.target))]
+    LinkOutsideRoots {
+        /// What the agent wrote (the moved path).
+        spelling: String,
+        /// Where the link would be.
+        link: PathBuf,
+        /// Where it would then lead.
+        target: PathBuf,
+    },
     /// The target already exists and the operation does not replace files.
     #[error(
         "`{}` already exists at {at}; choose another name or overwrite it explicitly", shown(.spelling), at = shown_path(.location))]
@@ -353,6 +377,8 @@ impl PathError {
             PathError::TooManyLinks { .. } => "too-many-links",
             PathError::TooCostly { .. } => "too-costly",
             PathError::Changed { .. } => "changed",
+            PathError::Conflict { .. } => "conflict",
+            PathError::LinkOutsideRoots { .. } => "link-outside-roots",
             PathError::AlreadyExists { .. } => "already-exists",
             PathError::TooLarge { .. } => "too-large",
             PathError::InvalidPolicy { .. } => "invalid-policy",

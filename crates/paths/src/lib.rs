@@ -71,7 +71,9 @@ mod rules;
 mod sim_fs;
 mod spelling;
 
-pub use beneath::{Beneath, DirEntryInfo, EntryInfo, SetAside, Staged, WriteMode};
+pub use beneath::{
+    Beneath, DirEntryInfo, EntryInfo, SetAside, Staged, Version, WriteMode, Writers,
+};
 pub use config::{Access, CaseInsensitive, PathPolicyConfig, RootAccess, WindowsAliases};
 pub use error::{NotPortable, PathError, Reading, Unjudgeable};
 pub use fs::{EntryKind, FileSystem, Probe};

@@ -32,6 +32,7 @@ pub struct PathPolicyBuilder {
     pub(crate) roots: Vec<(PathBuf, RootAccess)>,
     pub(crate) blocked: Vec<String>,
     pub(crate) write_protected: Vec<String>,
+    pub(crate) protected_files: Vec<PathBuf>,
     pub(crate) defaults: bool,
     pub(crate) windows_aliases: WindowsAliases,
     pub(crate) case_insensitive: CaseInsensitive,
@@ -62,6 +63,15 @@ impl PathPolicyBuilder {
     /// Block a glob for writing only (reading and listing stay allowed).
     pub fn protect_from_writes(mut self, glob: &str) -> Self {
         self.write_protected.push(glob.to_owned());
+        self
+    }
+
+    /// Block one file (an absolute path, read as a path and never as a
+    /// glob) for writing only, wherever it lies and whether or not it
+    /// exists: at the path as given and at its real location. A host
+    /// protects the files it reads its own configuration from this way.
+    pub fn protect_file_from_writes(mut self, file: impl AsRef<Path>) -> Self {
+        self.protected_files.push(file.as_ref().to_path_buf());
         self
     }
 
@@ -108,6 +118,7 @@ impl PathPolicyBuilder {
             roots: &self.roots,
             blocked: &blocked,
             write_protected: &write_protected,
+            protected_files: &self.protected_files,
             fold_roots,
             fold_blocked: fold_roots || aliases,
             aliases,
@@ -117,6 +128,7 @@ impl PathPolicyBuilder {
                 rules,
                 blocked,
                 write_protected,
+                protected_files: self.protected_files,
                 windows_aliases: self.windows_aliases,
                 case_insensitive: self.case_insensitive,
                 defaults: self.defaults,
@@ -130,6 +142,7 @@ struct Inner {
     rules: Rules,
     blocked: Vec<String>,
     write_protected: Vec<String>,
+    protected_files: Vec<PathBuf>,
     windows_aliases: WindowsAliases,
     case_insensitive: CaseInsensitive,
     defaults: bool,
@@ -297,6 +310,7 @@ impl PathPolicy {
             roots: Vec::new(),
             blocked: Vec::new(),
             write_protected: Vec::new(),
+            protected_files: Vec::new(),
             defaults: true,
             windows_aliases: WindowsAliases::default(),
             case_insensitive: CaseInsensitive::default(),
@@ -677,6 +691,12 @@ impl PathPolicy {
     /// The write-protected globs, defaults included.
     pub fn write_protected(&self) -> impl Iterator<Item = &str> {
         self.inner.write_protected.iter().map(String::as_str)
+    }
+
+    /// The files write-protected by path
+    /// ([`PathPolicyBuilder::protect_file_from_writes`]), as given.
+    pub fn protected_files(&self) -> impl Iterator<Item = &Path> {
+        self.inner.protected_files.iter().map(PathBuf::as_path)
     }
 
     /// Whether the safe defaults are in.

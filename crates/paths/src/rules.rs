@@ -88,6 +88,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) roots: &'a [(PathBuf, RootAccess)],
     pub(crate) blocked: &'a [String],
     pub(crate) write_protected: &'a [String],
+    /// Files protected from writes by path (not glob).
+    pub(crate) protected_files: &'a [PathBuf],
     pub(crate) fold_roots: bool,
     pub(crate) fold_blocked: bool,
     pub(crate) aliases: bool,
@@ -143,6 +145,18 @@ impl Rules {
         for entry in settings.write_protected {
             patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
             entries.push((entry.clone(), EntryKind::WriteProtected));
+        }
+        for file in settings.protected_files {
+            let entry = file.display().to_string();
+            let lexical = Location::from_absolute(file)
+                .ok_or_else(|| invalid(&entry, "a protected file must be an absolute path"))?;
+            let real = canonical(file, &entry)?;
+            patterns.push(path_regex(real.as_bytes()));
+            entries.push((entry.clone(), EntryKind::WriteProtected));
+            if real != lexical {
+                patterns.push(path_regex(lexical.as_bytes()));
+                entries.push((entry, EntryKind::WriteProtected));
+            }
         }
         let automaton = compile_entries(&patterns, settings.fold_blocked)?;
         // Writes match in every case whatever the modes say: on a

@@ -251,6 +251,11 @@ fn schema<T: JsonSchema>() -> Value {
     if let Some(object) = value.as_object_mut() {
         object.remove("$schema");
         object.remove("title");
+        // A tool without arguments still says it takes an object of none:
+        // some clients read a schema without `properties` as malformed.
+        object
+            .entry("properties")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
     }
     standardise(&mut value);
     value
@@ -334,6 +339,12 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_tool_without_arguments_declares_no_properties() {
+        let schema = (find("policy_info").expect("policy_info").input_schema)();
+        assert_eq!(schema["properties"], serde_json::json!({}));
     }
 
     #[test]

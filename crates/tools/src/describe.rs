@@ -125,7 +125,7 @@ impl Descriptions {
 
     pub(crate) fn write_file(&self) -> String {
         format!(
-            "Create a text file (or replace it with overwrite=true), creating missing parent directories. The write is atomic. To change part of a file, use edit_file. {}",
+            "Create a text file (or replace it with overwrite=true), creating missing parent directories. The write is atomic. A file you read or wrote with these tools is replaced only while it is unchanged since; if something else changed it, the write is refused (conflict): read it again. To change part of a file, use edit_file. {}",
             self.paths_note()
         )
     }
@@ -141,7 +141,7 @@ impl Descriptions {
 
     pub(crate) fn edit_file(&self) -> String {
         format!(
-            "Replace an exact piece of text in a file (whitespace and line endings included) and show the unified diff. old_text must occur exactly once (a missing or repeated match is refused, naming the lines where it occurs) unless replace_all is set; dry_run shows the diff without writing. The write is atomic. Files larger than {} bytes cannot be edited (use apply_patch). {}",
+            "Replace an exact piece of text in a file (whitespace and line endings included) and show the unified diff. old_text must occur exactly once (a missing or repeated match is refused, naming the lines where it occurs) unless replace_all is set; dry_run shows the diff without writing. The write is atomic, and refused (conflict) if the file changed while it was edited. Only UTF-8 text is edited; files larger than {} bytes cannot be (use apply_patch). {}",
             self.max_read_bytes,
             self.paths_note()
         )
@@ -156,7 +156,7 @@ impl Descriptions {
 
     pub(crate) fn move_file(&self) -> String {
         format!(
-            "Move or rename a file or directory. Both paths are judged for writing (a directory's contents too, at most {} entries); the target must not exist, nothing is ever replaced; a link is moved itself, not followed. {}",
+            "Move or rename a file or directory. Both paths are judged for writing (a directory's contents too, at most {} entries); the target must not exist, nothing is ever replaced; a link is moved itself, not followed, and a relative link must still lead inside the allowed directories from its new place. {}",
             agentcaps::paths::Beneath::MAX_MOVED,
             self.paths_note()
         )

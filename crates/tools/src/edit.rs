@@ -33,10 +33,10 @@ pub(crate) fn replace(
             message: "`old_text` is empty; give the exact text to replace (use write_file to create a file)".to_owned(),
         });
     }
-    let starts: Vec<usize> = text
-        .match_indices(&input.old_text)
-        .map(|(at, _)| at)
-        .collect();
+    let starts = occurrences(text, &input.old_text);
+    let overlapping = starts
+        .windows(2)
+        .any(|pair| pair[1] < pair[0] + input.old_text.len());
     match starts.len() {
         0 => Err(refuse(
             "edit-no-match",
@@ -48,6 +48,13 @@ pub(crate) fn replace(
             text: text.replacen(&input.old_text, &input.new_text, 1),
             count: 1,
         }),
+        n if input.replace_all && overlapping => Err(refuse(
+            "edit-ambiguous",
+            format!(
+                "`old_text` occurs {n} times in `{path}` and the occurrences overlap (at lines {}), so which to replace is ambiguous; include more surrounding text so it occurs once",
+                line_list(text, &starts)
+            ),
+        )),
         n if input.replace_all => Ok(Edited {
             text: text.replace(&input.old_text, &input.new_text),
             count: n as u64,
@@ -60,6 +67,20 @@ pub(crate) fn replace(
             ),
         )),
     }
+}
+
+/// The byte offsets where `needle` starts in `text`, overlapping
+/// occurrences included (`aa` occurs twice in `aaa`).
+fn occurrences(text: &str, needle: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|rest| rest.find(needle)) {
+        let start = from + at;
+        starts.push(start);
+        // The next occurrence may start inside this one: one character on.
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    starts
 }
 
 /// "3, 7, 12" (1-based lines of the byte offsets), at most
@@ -134,6 +155,21 @@ mod tests {
                 .rule(),
             "invalid-arguments"
         );
+    }
+
+    #[test]
+    fn overlapping_occurrences_count_as_several() {
+        let err = replace("f", "aaa", &edit("aa", "b", false)).unwrap_err();
+        assert_eq!(err.rule(), "edit-ambiguous");
+        assert!(err.to_string().contains("occurs 2 times"), "{err}");
+        // Replacing all of them cannot be done either: they share text.
+        let err = replace("f", "aaa", &edit("aa", "b", true)).unwrap_err();
+        assert_eq!(err.rule(), "edit-ambiguous");
+        assert!(err.to_string().contains("overlap"), "{err}");
+        // Separate ones are replaced, each once.
+        let done = replace("f", "aa-aa", &edit("aa", "b", true)).expect("all");
+        assert_eq!((done.text.as_str(), done.count), ("b-b", 2));
+        assert_eq!(occurrences("ééé", "éé"), [0, 2]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use agentcaps::Policy;
-use agentcaps::paths::{Access, Beneath, EntryKind, PathError, PathPolicy, WriteMode};
+use agentcaps::paths::{Access, Beneath, EntryKind, PathError, PathPolicy, Version, WriteMode};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -41,6 +41,39 @@ pub(crate) struct FileTools {
     roots: walk::Roots,
     max_read_bytes: u64,
     allowed: String,
+    seen: Seen,
+}
+
+/// The version of each file as these tools last read or wrote it, by real
+/// location: `write_file` replaces a file it has seen only while it is
+/// still that version, so a change made meanwhile by another session or
+/// program is never overwritten unseen.
+#[derive(Default)]
+struct Seen(std::sync::Mutex<std::collections::HashMap<PathBuf, Version>>);
+
+impl Seen {
+    /// The most files remembered; past it the record starts again (a file
+    /// no longer remembered is replaced as asked, as if never read).
+    const MAX: usize = 4096;
+
+    fn get(&self, location: &Path) -> Option<Version> {
+        let seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.get(location).copied()
+    }
+
+    fn remember(&self, location: PathBuf, version: Version) {
+        let mut seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.len() >= Self::MAX && !seen.contains_key(&location) {
+            seen.clear();
+        }
+        seen.insert(location, version);
+    }
 }
 
 /// Result of `read_file`.
@@ -343,7 +376,23 @@ impl FileTools {
             beneath,
             max_read_bytes: policy.max_read_bytes,
             allowed,
+            seen: Seen::default(),
         })
+    }
+
+    /// The real location `spelling` writes to, when the policy allows it.
+    fn location(&self, spelling: &str) -> Option<PathBuf> {
+        self.policy
+            .check(&self.base, spelling, Access::Write)
+            .ok()
+            .map(|checked| checked.location().to_path_buf())
+    }
+
+    /// Remembers the version of the file at `spelling` (read or written).
+    fn remember(&self, spelling: &str, version: Version) {
+        if let Some(location) = self.location(spelling) {
+            self.seen.remember(location, version);
+        }
     }
 
     pub(crate) fn base(&self) -> &Path {
@@ -378,9 +427,21 @@ impl FileTools {
     /// Reads a file's text through `Beneath`, at most the read limit.
     /// Returns the text and whether it was cut at the limit.
     fn read_text(&self, tool: &'static str, spelling: &str) -> Result<(String, bool), ToolError> {
-        let file = self
+        let (bytes, truncated, _) = self.read_bytes(tool, spelling)?;
+        Ok((utf8_prefix_lossy(&bytes, truncated), truncated))
+    }
+
+    /// Reads a file's bytes through `Beneath`, at most the read limit,
+    /// refusing binary content (a NUL byte). Returns the bytes, whether
+    /// they were cut at the limit, and the version read.
+    fn read_bytes(
+        &self,
+        tool: &'static str,
+        spelling: &str,
+    ) -> Result<(Vec<u8>, bool, Version), ToolError> {
+        let (file, version) = self
             .beneath
-            .open_read(&self.base, spelling)
+            .open_read_versioned(&self.base, spelling)
             .map_err(|e| self.refused(tool, e))?;
         let mut bytes = Vec::new();
         file.take(self.max_read_bytes.saturating_add(1))
@@ -403,11 +464,13 @@ impl FileTools {
                 ),
             });
         }
-        Ok((utf8_prefix_lossy(&bytes, truncated), truncated))
+        Ok((bytes, truncated, version))
     }
 
     pub(crate) fn read_file(&self, input: &inputs::ReadFile) -> Result<ReadFileOutput, ToolError> {
-        let (text, truncated) = self.read_text("read_file", &input.path)?;
+        let (bytes, truncated, version) = self.read_bytes("read_file", &input.path)?;
+        self.remember(&input.path, version);
+        let text = utf8_prefix_lossy(&bytes, truncated);
         let first_line = input.offset_line.unwrap_or(1).max(1);
         let max_lines = input.max_lines.unwrap_or(DEFAULT_MAX_LINES).max(1);
         let (content, lines_returned, more_lines) = lines(&text, first_line, max_lines);
@@ -495,14 +558,11 @@ impl FileTools {
         input: &inputs::WriteFile,
     ) -> Result<WriteFileOutput, ToolError> {
         const TOOL: &str = "write_file";
-        let mode = if input.overwrite {
-            WriteMode::Overwrite
-        } else {
-            WriteMode::CreateNew
-        };
-        // Judge the target first: a refused path must not create parents.
-        self.policy
-            .check(&self.base, &input.path, Access::Write)
+        // Judged first (a refused path must not create parents); other
+        // writers of the file in this process wait until this one is done.
+        let _writers = self
+            .beneath
+            .hold_writers(&self.base, &[&input.path])
             .map_err(|e| self.refused(TOOL, e))?;
         let existed = self.beneath.metadata(&self.base, &input.path).is_ok();
         if let Some(parent) = parent_spelling(&input.path)
@@ -512,9 +572,19 @@ impl FileTools {
                 .create_dir_all(&self.base, parent)
                 .map_err(|e| self.refused(TOOL, e))?;
         }
-        self.beneath
-            .write(&self.base, &input.path, input.content.as_bytes(), mode)
+        // A file these tools have seen is replaced only while it is still
+        // the version they saw.
+        let seen = self.location(&input.path).and_then(|l| self.seen.get(&l));
+        let mode = match (input.overwrite, seen) {
+            (false, _) => WriteMode::CreateNew,
+            (true, Some(version)) => WriteMode::Unchanged(version),
+            (true, None) => WriteMode::Overwrite,
+        };
+        let written = self
+            .beneath
+            .write_versioned(&self.base, &input.path, input.content.as_bytes(), mode)
             .map_err(|e| self.refused(TOOL, e))?;
+        self.remember(&input.path, written);
         Ok(WriteFileOutput {
             path: input.path.clone(),
             bytes_written: input.content.len() as u64,
@@ -525,11 +595,14 @@ impl FileTools {
     pub(crate) fn edit_file(&self, input: &inputs::EditFile) -> Result<EditFileOutput, ToolError> {
         const TOOL: &str = "edit_file";
         // Judged for writing before anything is read, so a read-only file
-        // is refused as such rather than after a diff is shown.
-        self.policy
-            .check(&self.base, &input.path, Access::Write)
+        // is refused as such rather than after a diff is shown; other
+        // writers of the file in this process wait from the read to the
+        // write, and one elsewhere makes the write a conflict.
+        let _writers = self
+            .beneath
+            .hold_writers(&self.base, &[&input.path])
             .map_err(|e| self.refused(TOOL, e))?;
-        let (old, truncated) = self.read_text(TOOL, &input.path)?;
+        let (bytes, truncated, version) = self.read_bytes(TOOL, &input.path)?;
         if truncated {
             return Err(ToolError::Unsupported {
                 tool: TOOL,
@@ -540,17 +613,28 @@ impl FileTools {
                 ),
             });
         }
+        let old = String::from_utf8(bytes).map_err(|e| ToolError::Unsupported {
+            tool: TOOL,
+            rule: "not-text",
+            message: format!(
+                "`{}` is not UTF-8 text (byte {} is not), so editing it as text would corrupt it; use write_file with the whole content, or a command that handles its encoding",
+                input.path,
+                e.utf8_error().valid_up_to()
+            ),
+        })?;
         let new = crate::edit::replace(&input.path, &old, input)?;
         let diff = crate::edit::unified_diff(&input.path, &old, &new.text);
         if !input.dry_run {
-            self.beneath
-                .write(
+            let written = self
+                .beneath
+                .write_versioned(
                     &self.base,
                     &input.path,
                     new.text.as_bytes(),
-                    WriteMode::Overwrite,
+                    WriteMode::Unchanged(version),
                 )
                 .map_err(|e| self.refused(TOOL, e))?;
+            self.remember(&input.path, written);
         }
         Ok(EditFileOutput {
             path: input.path.clone(),

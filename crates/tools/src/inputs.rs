@@ -49,6 +49,7 @@ pub struct ListDirectory {
     pub recursive: bool,
     /// Most entries to return (default 1000, at most 10000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_entries: Option<u32>,
 }
 
@@ -75,6 +76,7 @@ pub struct SearchFiles {
     pub glob: Option<String>,
     /// Most matching lines to return (default 100, at most 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_matches: Option<u32>,
 }
 

@@ -48,7 +48,11 @@
 //! File tools act only through [`agentcaps::paths::Beneath`]: the path is
 //! judged where it really leads and then used beneath the root's directory
 //! handle, so a link swapped in after the check makes the call fail instead
-//! of escaping. `search_files` never follows links and judges every file it
+//! of escaping; a write whose directory is renamed while it writes is
+//! undone. Writers of one file are serialised within the process, and a
+//! write made from what was read refuses a file changed since (`conflict`),
+//! so parallel calls and two servers on one tree never lose an edit
+//! silently. `search_files` never follows links and judges every file it
 //! reads. `shell_command` runs one program with no shell, under
 //! `agentcaps-shell`'s rules; `http_request` connects only to addresses
 //! `agentcaps-egress` judged. What is not protected is listed in the

@@ -33,7 +33,8 @@ struct FilesInfo {
     read_only: Vec<String>,
     /// Blocked paths and globs, built-in ones included.
     blocked: Vec<String>,
-    /// Globs never writable, built-in ones included.
+    /// Globs and files never writable (the policy file in use among them),
+    /// built-in ones included.
     write_protected: Vec<String>,
     /// The most bytes read from one file.
     max_read_bytes: u64,
@@ -103,7 +104,11 @@ impl PolicyInfoOutput {
                 read_write,
                 read_only,
                 blocked: paths.blocked().map(str::to_owned).collect(),
-                write_protected: paths.write_protected().map(str::to_owned).collect(),
+                write_protected: paths
+                    .write_protected()
+                    .map(str::to_owned)
+                    .chain(paths.protected_files().map(|f| f.display().to_string()))
+                    .collect(),
                 max_read_bytes: policy.max_read_bytes,
             },
             shell: ShellInfo {

@@ -286,6 +286,7 @@ impl Toolbox {
                 known: TOOL_NAMES.join(", "),
             });
         };
+        self.inner.check_ranges(definition, &arguments)?;
         match definition.id {
             ToolId::ShellCommand => {
                 let input = args(definition, arguments)?;
@@ -333,6 +334,39 @@ impl Toolbox {
 }
 
 impl Inner {
+    /// Refuses a number outside the range the tool's input schema states
+    /// (`offset_line: 0` where the schema says at least 1) as malformed,
+    /// rather than reading it as the nearest allowed value.
+    fn check_ranges(&self, definition: &Definition, arguments: &Value) -> Result<(), ToolError> {
+        let Some(spec) = self.specs.iter().find(|s| s.name == definition.name) else {
+            return Ok(());
+        };
+        let (Some(given), Some(properties)) = (
+            arguments.as_object(),
+            spec.input_schema["properties"].as_object(),
+        ) else {
+            return Ok(());
+        };
+        for (name, value) in given {
+            let (Some(number), Some(schema)) = (value.as_f64(), properties.get(name)) else {
+                continue;
+            };
+            let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+            let wrong = match (bound("minimum"), bound("maximum")) {
+                (Some(min), _) if number < min => Some(format!("at least {min}")),
+                (_, Some(max)) if number > max => Some(format!("at most {max}")),
+                _ => None,
+            };
+            if let Some(wrong) = wrong {
+                return Err(ToolError::InvalidArguments {
+                    tool: definition.name,
+                    message: format!("`{name}` is {value}; it must be {wrong}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The tools whose work blocks (file system). The `match` is exhaustive:
     /// a tool added to the catalog without a handler does not compile.
     fn call_blocking(

@@ -258,3 +258,33 @@ async fn files_larger_than_a_chunk_keep_their_lines_and_numbers() {
     assert_eq!(out["matches"][0]["line"], " needle 0");
     assert_eq!(out["truncated"], false);
 }
+
+#[tokio::test]
+async fn a_glob_into_a_hidden_directory_searches_beneath_it() {
+    let tree = common::Tree::new();
+    std::fs::create_dir_all(tree.root.join(".github/workflows")).expect("mkdir");
+    std::fs::write(
+        tree.root.join(".github/workflows/ci.yml"),
+        "run: cargo test\n",
+    )
+    .expect("write");
+    std::fs::write(tree.root.join(".github/CODEOWNERS"), "* @cargo-team\n").expect("write");
+    std::fs::create_dir_all(tree.root.join(".hidden")).expect("mkdir");
+    std::fs::write(tree.root.join(".hidden/ci.yml"), "cargo elsewhere\n").expect("write");
+    let toolbox = toolbox(&tree);
+    let out = search(&toolbox, json!({"pattern": "cargo", "glob": ".github/**"})).await;
+    assert_eq!(
+        paths(&out),
+        [".github/CODEOWNERS:1", ".github/workflows/ci.yml:1"],
+        "{out}"
+    );
+    let out = search(
+        &toolbox,
+        json!({"pattern": "cargo", "glob": ".github/workflows/*.yml"}),
+    )
+    .await;
+    assert_eq!(paths(&out), [".github/workflows/ci.yml:1"], "{out}");
+    // A glob without a `/` still passes over hidden directories.
+    let out = search(&toolbox, json!({"pattern": "cargo", "glob": "*.yml"})).await;
+    assert_eq!(paths(&out), Vec::<String>::new(), "{out}");
+}

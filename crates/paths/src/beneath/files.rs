@@ -5,7 +5,17 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use super::sys::{self, Dir, Rename, Why};
+use super::transaction::Over;
+use super::version::{self, Version, Writers};
 use super::{Beneath, DirEntryInfo, EntryInfo, Target, WriteMode, changed, io, opening};
+
+/// What a rename moves: from where, to where, as the agent spelled it.
+struct Moving<'a> {
+    source: &'a Target,
+    dest: &'a Target,
+    spelling: &'a str,
+}
+use crate::location::Location;
 use crate::resolve::Follow;
 use crate::{Access, EntryKind, PathError};
 
@@ -22,6 +32,22 @@ impl Beneath {
         Ok(file)
     }
 
+    /// [`Beneath::open_read`], with the version the file had when opened
+    /// (for a later [`WriteMode::Unchanged`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::open_read`].
+    pub fn open_read_versioned(
+        &self,
+        base: &Path,
+        spelling: &str,
+    ) -> Result<(std::fs::File, Version), PathError> {
+        let (file, stat) = self.open_regular_stat(base, spelling)?;
+        sys::set_blocking(&file).map_err(|e| PathError::io("fcntl", spelling, e))?;
+        Ok((file, Version::of(&stat)))
+    }
+
     /// Opens a regular file for reading, and says how long it is.
     ///
     /// The open is non-blocking, so that a FIFO put in the file's place
@@ -33,6 +59,20 @@ impl Beneath {
         spelling: &str,
         blocking: bool,
     ) -> Result<(std::fs::File, u64), PathError> {
+        let (file, stat) = self.open_regular_stat(base, spelling)?;
+        if blocking {
+            sys::set_blocking(&file).map_err(|e| PathError::io("fcntl", spelling, e))?;
+        }
+        Ok((file, stat.len))
+    }
+
+    /// Opens a regular file for reading (non-blocking), with what `fstat`
+    /// says of it.
+    fn open_regular_stat(
+        &self,
+        base: &Path,
+        spelling: &str,
+    ) -> Result<(std::fs::File, sys::Stat), PathError> {
         let target = self.target(base, spelling, Access::Read, Follow::Last)?;
         let root = self.root_dir(&target)?;
         let (file, stat) = sys::open_file_beneath(root, &target.relative, self.missing.openat2)
@@ -44,10 +84,7 @@ impl Beneath {
                 "it is not a regular file",
             ));
         }
-        if blocking {
-            sys::set_blocking(&file).map_err(|e| PathError::io("fcntl", &target.location, e))?;
-        }
-        Ok((file, stat.len))
+        Ok((file, stat))
     }
 
     /// Read a whole file of at most `max_bytes` bytes.
@@ -57,6 +94,18 @@ impl Beneath {
     /// As [`Beneath::open_read`], and [`PathError::TooLarge`].
     pub fn read(&self, base: &Path, spelling: &str, max_bytes: u64) -> Result<Vec<u8>, PathError> {
         let (file, len) = self.open_regular(base, spelling, false)?;
+        read_bounded(file, len, spelling, max_bytes)
+    }
+}
+
+/// The whole of `file` (`len` bytes by `fstat`), at most `max_bytes`.
+fn read_bounded(
+    file: std::fs::File,
+    len: u64,
+    spelling: &str,
+    max_bytes: u64,
+) -> Result<Vec<u8>, PathError> {
+    {
         let too_large = |len| PathError::TooLarge {
             spelling: spelling.to_owned(),
             len,
@@ -81,7 +130,9 @@ impl Beneath {
         }
         Ok(bytes)
     }
+}
 
+impl Beneath {
     /// What is at the path, without following a final link (the link itself
     /// is judged and reported).
     ///
@@ -125,12 +176,18 @@ impl Beneath {
     /// Write `bytes` to a file: a temporary file beside it (created with
     /// `O_EXCL | O_NOFOLLOW`) renamed into place. A new name must be
     /// portable (see [`check_portable_name`](crate::check_portable_name)).
+    /// Once renamed, the file's directory is opened again by its path: when
+    /// it is no longer the directory the file was written in (it was
+    /// renamed meanwhile, say to `.cargo`), the write is undone and refused
+    /// ([`PathError::Changed`]).
     ///
     /// # Errors
     ///
     /// A refusal for [`Access::Write`], a non-portable new name,
-    /// [`PathError::AlreadyExists`] with [`WriteMode::CreateNew`], or I/O.
-    /// On failure the target is untouched and no temporary file is left.
+    /// [`PathError::AlreadyExists`] with [`WriteMode::CreateNew`],
+    /// [`PathError::Conflict`] with [`WriteMode::Unchanged`],
+    /// [`PathError::Changed`], or I/O. On failure the target is untouched
+    /// and no temporary file is left.
     pub fn write(
         &self,
         base: &Path,
@@ -138,15 +195,93 @@ impl Beneath {
         bytes: &[u8],
         mode: WriteMode,
     ) -> Result<(), PathError> {
+        self.write_versioned(base, spelling, bytes, mode)
+            .map(|_| ())
+    }
+
+    /// [`Beneath::write`], giving the version the written file has (for a
+    /// later [`WriteMode::Unchanged`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`].
+    pub fn write_versioned(
+        &self,
+        base: &Path,
+        spelling: &str,
+        bytes: &[u8],
+        mode: WriteMode,
+    ) -> Result<Version, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::Last)?;
         let (dir, name) = self.parent(&target)?;
         let staged = self.stage_in(&target, dir, name, bytes)?;
-        let how = match mode {
-            WriteMode::CreateNew => Rename::NoReplace,
-            WriteMode::Overwrite => Rename::Replace,
+        let written = staged.version();
+        let over = match mode {
+            WriteMode::CreateNew => Over::Nothing,
+            WriteMode::Overwrite => Over::Any,
+            WriteMode::Unchanged(read) => Over::Unchanged(read),
         };
-        let (dir, _, location) = self.put_in_place(staged, how, spelling)?;
-        self.sync_dir(&dir, &location)
+        let placed = self.place(staged, over, spelling)?;
+        self.settle(placed)?;
+        Ok(written)
+    }
+
+    /// Read a whole file of at most `max_bytes` bytes, with the version it
+    /// had when opened (for [`WriteMode::Unchanged`]: a write made from
+    /// this content then refuses to replace a file changed meanwhile).
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::read`].
+    pub fn read_versioned(
+        &self,
+        base: &Path,
+        spelling: &str,
+        max_bytes: u64,
+    ) -> Result<(Vec<u8>, Version), PathError> {
+        let (file, stat) = self.open_regular_stat(base, spelling)?;
+        let bytes = read_bounded(file, stat.len, spelling, max_bytes)?;
+        Ok((bytes, Version::of(&stat)))
+    }
+
+    /// The version of the regular file at the path (`None` when nothing or
+    /// something else is there).
+    ///
+    /// # Errors
+    ///
+    /// A refusal for [`Access::Read`], or I/O.
+    pub fn version(&self, base: &Path, spelling: &str) -> Result<Option<Version>, PathError> {
+        let target = self.target(base, spelling, Access::Read, Follow::NotLast)?;
+        if target.relative.as_os_str().is_empty() {
+            return Ok(None);
+        }
+        let (dir, name) = self.parent(&target)?;
+        match sys::stat_at(&dir, &name) {
+            Ok(stat) if stat.kind == EntryKind::File => Ok(Some(Version::of(&stat))),
+            Ok(_) => Ok(None),
+            Err(failed) if failed.why == Why::Missing => Ok(None),
+            Err(failed) => Err(io("lstat", &target.location, failed)),
+        }
+    }
+
+    /// Hold the writers of the files at `spellings` (judged for writing
+    /// first): until the returned guard is dropped, every other caller in
+    /// this process that holds any of them waits. Hold it across a read
+    /// and the write made from it, so that two writers of one file in one
+    /// process never interleave (and neither is refused as a conflict).
+    ///
+    /// # Errors
+    ///
+    /// A refusal for [`Access::Write`] of any of them.
+    pub fn hold_writers(&self, base: &Path, spellings: &[&str]) -> Result<Writers, PathError> {
+        let mut locations = Vec::with_capacity(spellings.len());
+        for spelling in spellings {
+            locations.push(
+                self.target(base, spelling, Access::Write, Follow::Last)?
+                    .location,
+            );
+        }
+        Ok(version::hold(locations.iter().map(PathBuf::as_path)))
     }
 
     /// Create a directory and its missing parents, one component at a
@@ -187,14 +322,24 @@ impl Beneath {
     /// Rename `from` to `to`, refusing to replace an existing target. A link
     /// is renamed itself, never its target. The new name must be portable.
     /// A directory's contents are judged where they leave and where they
-    /// land, so a directory holding `config` cannot be renamed to `.git`.
+    /// land, so a directory holding `config` cannot be renamed to `.git`;
+    /// a link (moved itself or inside a moved directory) whose relative
+    /// target would lead elsewhere from its new place must still lead
+    /// inside the roots.
+    ///
+    /// What moved is judged again once it has moved, at its new place by
+    /// handle: an entry written into the directory meanwhile, or a
+    /// directory swapped in before the rename, is judged as what actually
+    /// moved, and the rename is undone when it is refused or when the new
+    /// place is no longer where it was judged to be.
     ///
     /// # Errors
     ///
     /// A refusal for [`Access::Write`] on either side or on anything moved
-    /// with a directory, [`PathError::TooCostly`] for a directory of more
-    /// than [`Beneath::MAX_MOVED`] entries, [`PathError::AlreadyExists`], or
-    /// I/O.
+    /// with a directory, [`PathError::LinkOutsideRoots`],
+    /// [`PathError::TooCostly`] for a directory of more than
+    /// [`Beneath::MAX_MOVED`] entries, [`PathError::AlreadyExists`],
+    /// [`PathError::Changed`], or I/O.
     pub fn rename(&self, base: &Path, from: &str, to: &str) -> Result<(), PathError> {
         let source = self.target(base, from, Access::Write, Follow::NotLast)?;
         let dest = self.target(base, to, Access::Write, Follow::NotLast)?;
@@ -203,7 +348,12 @@ impl Beneath {
         }
         let (from_dir, from_name) = self.parent(&source)?;
         let (to_dir, to_name) = self.parent(&dest)?;
-        self.judge_moved_tree(&from_dir, &from_name, &source, &dest, from)?;
+        let moving = Moving {
+            source: &source,
+            dest: &dest,
+            spelling: from,
+        };
+        self.judge_moved(&from_dir, &from_name, &moving)?;
         sys::rename_at(&from_dir, &from_name, &to_dir, &to_name, Rename::NoReplace).map_err(
             |failed| match failed.why {
                 Why::Exists => PathError::AlreadyExists {
@@ -213,25 +363,42 @@ impl Beneath {
                 _ => io("rename", &source.location, failed),
             },
         )?;
+        let parent = dest.relative.parent().unwrap_or(Path::new(""));
+        let landed = if self.still_judged(dest.root, parent, &to_dir) {
+            self.judge_moved(&to_dir, &to_name, &moving)
+        } else {
+            Err(changed(
+                to,
+                &dest.location,
+                "its directory was moved or replaced meanwhile, so nothing was moved",
+            ))
+        };
+        if let Err(refused) = landed {
+            sys::rename_at(&to_dir, &to_name, &from_dir, &from_name, Rename::NoReplace)
+                .map_err(|failed| io("rename back", &dest.location, failed))?;
+            return Err(refused);
+        }
         self.sync_dir(&to_dir, &dest.location)
     }
 
-    /// A directory being renamed moves everything beneath it: each entry is
-    /// judged for writing where it leaves and where it lands (so a
-    /// directory holding `config` cannot become `.git`). At most
-    /// [`Beneath::MAX_MOVED`] entries; links are not followed.
-    fn judge_moved_tree(
-        &self,
-        from_dir: &Dir,
-        from_name: &OsStr,
-        source: &Target,
-        dest: &Target,
-        spelling: &str,
-    ) -> Result<(), PathError> {
-        let top = match sys::open_dir_at(from_dir, from_name) {
-            Ok(dir) => dir,
-            // Not a directory (or a link): nothing moves with it.
-            Err(failed) if matches!(failed.why, Why::NotDir | Why::Link) => return Ok(()),
+    /// Judges what a rename moves, found as `name` in `dir` (its old place
+    /// before the rename, its new one after): a link's target where it will
+    /// lead; a directory's every entry for writing where it leaves and
+    /// where it lands (so a directory holding `config` cannot become
+    /// `.git`), and the links among them. At most [`Beneath::MAX_MOVED`]
+    /// entries; links are not followed.
+    fn judge_moved(&self, dir: &Dir, name: &OsStr, moving: &Moving<'_>) -> Result<(), PathError> {
+        let (source, dest, spelling) = (moving.source, moving.dest, moving.spelling);
+        let top = match sys::open_dir_at(dir, name) {
+            Ok(top) => top,
+            Err(failed) if matches!(failed.why, Why::NotDir | Why::Link) => {
+                let is_link = sys::stat_at(dir, name).is_ok_and(|st| st.kind == EntryKind::Symlink);
+                return if is_link {
+                    self.judge_moved_link(dir, name, &source.location, &dest.location, spelling)
+                } else {
+                    Ok(())
+                };
+            }
             Err(failed) => return Err(io("open", &source.location, failed)),
         };
         let mut pending = vec![(top, PathBuf::new())];
@@ -248,20 +415,68 @@ impl Beneath {
                     });
                 }
                 let inner = relative.join(&name);
-                self.policy
-                    .judge_created(spelling, &source.location.join(&inner))?;
-                self.policy
-                    .judge_created(spelling, &dest.location.join(&inner))?;
-                if kind == EntryKind::Dir {
-                    match sys::open_dir_at(&dir, &name) {
+                let (left, landed) = (source.location.join(&inner), dest.location.join(&inner));
+                self.policy.judge_created(spelling, &left)?;
+                self.policy.judge_created(spelling, &landed)?;
+                match kind {
+                    EntryKind::Dir => match sys::open_dir_at(&dir, &name) {
                         Ok(child) => pending.push((child, inner)),
                         Err(failed) if matches!(failed.why, Why::NotDir | Why::Link) => {}
                         Err(failed) => return Err(io("open", &source.location, failed)),
+                    },
+                    EntryKind::Symlink => {
+                        self.judge_moved_link(&dir, &name, &left, &landed, spelling)?;
                     }
+                    _ => {}
                 }
             }
         }
         Ok(())
+    }
+
+    /// A link moved from `left` to `landed`: when its target, read from
+    /// its new place, leads elsewhere than from its old one (a relative
+    /// target), it must lead inside the roots in every reading. A target
+    /// that leads to the same place wherever the link is (an absolute one)
+    /// gains nothing by the move and is not judged here.
+    fn judge_moved_link(
+        &self,
+        dir: &Dir,
+        name: &OsStr,
+        left: &Path,
+        landed: &Path,
+        spelling: &str,
+    ) -> Result<(), PathError> {
+        let target = sys::read_link_at(dir, name).map_err(|failed| io("readlink", left, failed))?;
+        let from_parent = left.parent().unwrap_or(left);
+        let to_parent = landed.parent().unwrap_or(landed);
+        let before = Location::from_absolute(&from_parent.join(&target));
+        let after = Location::from_absolute(&to_parent.join(&target));
+        if before.is_some() && before == after {
+            return Ok(());
+        }
+        let Some(spelled) = target.to_str() else {
+            return Err(PathError::LinkOutsideRoots {
+                spelling: spelling.to_owned(),
+                link: landed.to_path_buf(),
+                target: to_parent.join(&target),
+            });
+        };
+        match self.policy.judge(
+            self.view.as_ref(),
+            to_parent,
+            spelled,
+            Access::Read,
+            None,
+            Follow::Last,
+        ) {
+            Err(PathError::OutsideRoots { location, .. }) => Err(PathError::LinkOutsideRoots {
+                spelling: spelling.to_owned(),
+                link: landed.to_path_buf(),
+                target: location,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// Remove a file (or a link, never its target).

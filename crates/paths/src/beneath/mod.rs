@@ -17,8 +17,10 @@ use crate::{Access, EntryKind, FileSystem, PathError, PathPolicy};
 mod files;
 mod sys;
 mod transaction;
+mod version;
 
 pub use transaction::{SetAside, Staged};
+pub use version::{Version, Writers};
 
 use sys::{Dir, Failed, Why};
 
@@ -29,6 +31,11 @@ pub enum WriteMode {
     CreateNew,
     /// Replace the target's contents (atomically, by rename).
     Overwrite,
+    /// Replace the target, only while it is still this version of the file
+    /// (the one the new content was made from, read with
+    /// [`Beneath::read_versioned`]); otherwise refuse with
+    /// [`PathError::Conflict`] and leave it as it is.
+    Unchanged(Version),
 }
 
 /// What [`Beneath::metadata`] reports (never following a final link).
@@ -64,7 +71,21 @@ pub struct DirEntryInfo {
 /// ([`PathError::Changed`]) instead of escaping. Mutations are `*at` calls
 /// on the parent's handle; new files are created `O_EXCL | O_NOFOLLOW`; a
 /// write goes to a temporary file in the same directory that is renamed
-/// into place.
+/// into place, and the directory is then opened again by its path: when it
+/// is no longer the one written through (renamed meanwhile, say `x` to
+/// `.cargo`), the write is undone and refused ([`PathError::Changed`]). A
+/// rename judges what moved again at its new place, and is undone when
+/// that is refused.
+///
+/// # Concurrent writers
+///
+/// [`Beneath::hold_writers`] serialises the writers of a file within a
+/// process (across every `Beneath`); [`WriteMode::Unchanged`],
+/// [`Beneath::replace_unchanged`] and [`Beneath::set_aside_unchanged`]
+/// replace or remove a file only while it is still the [`Version`] it was
+/// read as (device, inode, size, modification time), refusing with
+/// [`PathError::Conflict`] otherwise, so a write by another process is
+/// never lost silently.
 ///
 /// ```
 /// use agentcaps_paths::{PathPolicy, WriteMode};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::sys::{self, Dir, Failed, Rename, Why};
+use super::version::Version;
 use super::{Beneath, Target, changed, io};
 use crate::resolve::Follow;
 use crate::{Access, EntryKind, PathError};
@@ -24,6 +25,13 @@ pub struct Staged {
     /// The size of the file it replaces, when staged (0: none): the most a
     /// copy of that file kept for undoing may hold.
     replaces_len: u64,
+    /// Where the target's directory was judged to be: the root's index and
+    /// the directory's path below it (checked again once the file is in
+    /// place, so a directory renamed meanwhile is noticed).
+    root: usize,
+    parent: PathBuf,
+    /// The staged file itself, as written.
+    written: Version,
 }
 
 impl Staged {
@@ -35,6 +43,11 @@ impl Staged {
     /// The temporary file's name (in the target's directory).
     pub fn temp_name(&self) -> &OsStr {
         &self.temp
+    }
+
+    /// The version the file will have once in place (a rename keeps it).
+    pub fn version(&self) -> Version {
+        self.written
     }
 }
 
@@ -64,14 +77,103 @@ enum Kept {
     /// The file itself, under this temporary name in the same directory.
     Name(OsString),
     /// A copy of its content and permission bits, where the file system
-    /// could neither exchange two names nor hard-link one.
-    Copy { bytes: Vec<u8>, mode: u32 },
+    /// could neither exchange two names nor hard-link one, and the version
+    /// it had when copied.
+    Copy {
+        bytes: Vec<u8>,
+        mode: u32,
+        version: Version,
+    },
 }
 
 impl SetAside {
     /// Where the file was (and goes back to).
     pub fn target(&self) -> &Path {
         &self.target
+    }
+
+    /// The version of the file kept aside (`None` when it cannot be read).
+    fn version(&self) -> Option<Version> {
+        match &self.kept {
+            Kept::Name(temp) => sys::stat_at(&self.dir, temp)
+                .ok()
+                .map(|st| Version::of(&st)),
+            Kept::Copy { version, .. } => Some(*version),
+        }
+    }
+}
+
+/// What a staged file may take the place of.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Over {
+    /// Nothing: the name must be free.
+    Nothing,
+    /// Whatever file is there, or nothing.
+    Any,
+    /// A file, which must be there.
+    Existing,
+    /// Exactly this version of the file, which must still be there.
+    Unchanged(Version),
+}
+
+/// A staged file in its place, and how to undo that.
+pub(super) enum Placed {
+    /// It took a free name (in `dir`, as `name`, at `location`).
+    New {
+        dir: Dir,
+        name: OsString,
+        location: PathBuf,
+    },
+    /// It replaced a file, kept aside.
+    Replaced(SetAside),
+}
+
+/// Why a staged file did not take a free name.
+pub(super) enum PlaceNew {
+    /// The name is taken: the staged file, still staged.
+    Taken(Box<Staged>),
+    /// Anything else (the staged file is removed).
+    Failed(PathError),
+}
+
+impl PlaceNew {
+    /// The error, the staged file removed.
+    fn into_error(self, spelling: &str) -> PathError {
+        match self {
+            PlaceNew::Taken(staged) => {
+                remove_quietly(&staged.dir, &staged.temp);
+                PathError::AlreadyExists {
+                    spelling: spelling.to_owned(),
+                    location: staged.target,
+                }
+            }
+            PlaceNew::Failed(error) => error,
+        }
+    }
+}
+
+/// The file a placed file replaced (never a new name: only
+/// [`Over::Existing`] and [`Over::Unchanged`] ask for this).
+fn kept_aside(placed: Placed, spelling: &str) -> Result<SetAside, PathError> {
+    match placed {
+        Placed::Replaced(aside) => Ok(aside),
+        Placed::New {
+            dir,
+            name,
+            location,
+        } => {
+            remove_quietly(&dir, &name);
+            Err(changed(spelling, &location, "nothing was there to replace"))
+        }
+    }
+}
+
+/// The refusal of a write over a file that changed since it was read.
+fn conflict(spelling: &str, location: &Path, detail: &str) -> PathError {
+    PathError::Conflict {
+        spelling: spelling.to_owned(),
+        location: location.to_path_buf(),
+        detail: detail.to_owned(),
     }
 }
 
@@ -165,13 +267,7 @@ impl Beneath {
     ) -> Result<Staged, PathError> {
         let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
         let temp = self.write_temp(&dir, mode & 0o777, bytes, &target.location)?;
-        Ok(Staged {
-            dir,
-            temp,
-            name,
-            target: target.location.clone(),
-            replaces_len,
-        })
+        self.staged(&target, dir, temp, name, replaces_len)
     }
 
     /// [`Beneath::stage_with_mode`] for content that is already a file on
@@ -209,13 +305,7 @@ impl Beneath {
                 self.write_temp(&dir, mode & 0o777, &bytes, &target.location)?
             }
         };
-        Ok(Staged {
-            dir,
-            temp,
-            name,
-            target: target.location.clone(),
-            replaces_len,
-        })
+        self.staged(&target, dir, temp, name, replaces_len)
     }
 
     /// Stage another name for the file `first` stages (a hard link between
@@ -239,13 +329,7 @@ impl Beneath {
         let (temp, ()) =
             with_temp_name(|temp| sys::link_between(&first.dir, &first.temp, &dir, temp))
                 .map_err(|failed| io("link", &target.location, failed))?;
-        Ok(Staged {
-            dir,
-            temp,
-            name,
-            target: target.location.clone(),
-            replaces_len,
-        })
+        self.staged(&target, dir, temp, name, replaces_len)
     }
 
     /// Stage a symbolic link to `link_target` beside the target, to be put
@@ -267,12 +351,39 @@ impl Beneath {
         let (dir, name) = self.parent(&target)?;
         let (temp, ()) = with_temp_name(|temp| sys::symlink_at(&dir, link_target, temp))
             .map_err(|failed| io("symlink", &target.location, failed))?;
+        self.staged(&target, dir, temp, name, 0)
+    }
+
+    /// A staged file: the temporary file `temp` beside `name` in `dir`,
+    /// with the version it was written as.
+    fn staged(
+        &self,
+        target: &Target,
+        dir: Dir,
+        temp: OsString,
+        name: OsString,
+        replaces_len: u64,
+    ) -> Result<Staged, PathError> {
+        let written = match sys::stat_at(&dir, &temp) {
+            Ok(stat) => Version::of(&stat),
+            Err(failed) => {
+                remove_quietly(&dir, &temp);
+                return Err(io("lstat", &target.location, failed));
+            }
+        };
         Ok(Staged {
             dir,
             temp,
             name,
-            target: target.location,
-            replaces_len: 0,
+            target: target.location.clone(),
+            replaces_len,
+            root: target.root,
+            parent: target
+                .relative
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default(),
+            written,
         })
     }
 
@@ -295,13 +406,7 @@ impl Beneath {
         let mode = replaced.map_or(sys::NEW_FILE_MODE, |st| st.mode);
         let replaces_len = replaced.map_or(0, |st| st.len);
         let temp = self.write_temp(&dir, mode, bytes, &target.location)?;
-        Ok(Staged {
-            dir,
-            temp,
-            name,
-            target: target.location.clone(),
-            replaces_len,
-        })
+        self.staged(target, dir, temp, name, replaces_len)
     }
 
     /// Writes `bytes` to a new temporary file of permission bits `mode` in
@@ -356,37 +461,187 @@ impl Beneath {
         Ok((staged.dir, staged.name, staged.target))
     }
 
+    /// Put a staged file in place of `over`, then check that its directory
+    /// is still where it was judged to be: a directory renamed while the
+    /// file was written (`x` renamed to `.cargo`) would otherwise receive a
+    /// file it was never judged for. A misplaced file is taken back out
+    /// (the file it replaced put back) and refused as
+    /// [`PathError::Changed`].
+    pub(super) fn place(
+        &self,
+        staged: Staged,
+        over: Over,
+        spelling: &str,
+    ) -> Result<Placed, PathError> {
+        let (root, parent, written) = (staged.root, staged.parent.clone(), staged.written);
+        let target = staged.target.clone();
+        let exists = || sys::stat_at(&staged.dir, &staged.name).is_ok();
+        let placed = match over {
+            Over::Nothing => self
+                .place_new(staged, spelling)
+                .map_err(|e| e.into_error(spelling))?,
+            Over::Any if !exists() => match self.place_new(staged, spelling) {
+                // Appeared meanwhile: replaced like any existing file (the
+                // staged file was kept for this).
+                Err(PlaceNew::Taken(staged)) => Placed::Replaced(self.exchange(*staged)?),
+                other => other.map_err(|e| e.into_error(spelling))?,
+            },
+            Over::Any | Over::Existing => Placed::Replaced(self.exchange(staged)?),
+            Over::Unchanged(read) => {
+                if !exists() {
+                    remove_quietly(&staged.dir, &staged.temp);
+                    return Err(conflict(spelling, &target, "it was removed"));
+                }
+                let aside = self.exchange(staged)?;
+                match aside.version() {
+                    Some(now) if now == read => Placed::Replaced(aside),
+                    now => {
+                        let detail = now.map_or("it cannot be read", |now| read.difference(&now));
+                        self.restore(aside)?;
+                        return Err(conflict(spelling, &target, detail));
+                    }
+                }
+            }
+        };
+        let dir = match &placed {
+            Placed::New { dir, .. } => dir,
+            Placed::Replaced(aside) => &aside.dir,
+        };
+        if self.still_judged(root, &parent, dir) {
+            return Ok(placed);
+        }
+        match placed {
+            Placed::New { dir, name, .. } => {
+                if sys::stat_at(&dir, &name).is_ok_and(|st| Version::of(&st) == written) {
+                    remove_quietly(&dir, &name);
+                }
+            }
+            Placed::Replaced(aside) => self.restore(aside)?,
+        }
+        Err(changed(
+            spelling,
+            &target,
+            "its directory was moved or replaced while the file was written, so nothing was written",
+        ))
+    }
+
+    /// Whether `dir` is still the directory at `parent` below root `root`
+    /// (the same directory, opened again by its path, refusing links).
+    pub(super) fn still_judged(&self, root: usize, parent: &Path, dir: &Dir) -> bool {
+        let Some((_, Some(root_dir))) = self.roots.get(root) else {
+            return false;
+        };
+        let Ok(now) = sys::open_dir_beneath(root_dir, parent, self.missing.openat2) else {
+            return false;
+        };
+        matches!(
+            (sys::stat_dir(&now), sys::stat_dir(dir)),
+            (Ok(now), Ok(then)) if now.id == then.id
+        )
+    }
+
+    /// Renames a staged file to its free name; gives the staged file back
+    /// when the name is taken.
+    fn place_new(&self, staged: Staged, spelling: &str) -> Result<Placed, PlaceNew> {
+        match sys::rename_at(
+            &staged.dir,
+            &staged.temp,
+            &staged.dir,
+            &staged.name,
+            Rename::NoReplace,
+        ) {
+            Ok(()) => Ok(Placed::New {
+                dir: staged.dir,
+                name: staged.name,
+                location: staged.target,
+            }),
+            Err(failed) if failed.why == Why::Exists => Err(PlaceNew::Taken(Box::new(staged))),
+            Err(failed) => {
+                remove_quietly(&staged.dir, &staged.temp);
+                Err(PlaceNew::Failed(match failed.why {
+                    Why::IsDir | Why::NotEmpty => {
+                        changed(spelling, &staged.target, "it is a directory")
+                    }
+                    _ => io("rename", &staged.target, failed),
+                }))
+            }
+        }
+    }
+
     /// Rename a staged file over its target (replacing it). The rename is
-    /// relative to the directory handle opened when staging.
+    /// relative to the directory handle opened when staging, and is undone
+    /// when that directory is no longer where it was judged to be.
     ///
     /// # Errors
     ///
-    /// I/O (the temporary file is removed).
+    /// [`PathError::Changed`] when the directory was moved meanwhile (the
+    /// replaced file is put back), or I/O (the temporary file is removed).
     pub fn commit(&self, staged: Staged) -> Result<(), PathError> {
         let spelling = staged.target.display().to_string();
-        let (dir, _, location) = self.put_in_place(staged, Rename::Replace, &spelling)?;
-        self.sync_dir(&dir, &location)
+        let placed = self.place(staged, Over::Any, &spelling)?;
+        self.settle(placed)
+    }
+
+    /// Once a file is in place: the file it replaced is removed, the
+    /// directory synced (when durable).
+    pub(super) fn settle(&self, placed: Placed) -> Result<(), PathError> {
+        match placed {
+            Placed::New {
+                dir,
+                name,
+                location,
+            } => self.sync_dir(&dir, &location).inspect_err(|_| {
+                remove_quietly(&dir, &name);
+            }),
+            Placed::Replaced(aside) => {
+                let (dir, location) = match sys::dup(&aside.dir) {
+                    Ok(dir) => (dir, aside.target.clone()),
+                    Err(e) => return Err(PathError::io("dup", &aside.target, e)),
+                };
+                // The replaced file is gone from the tree already; one that
+                // cannot be removed is a stray temporary file, not a failure
+                // of the write.
+                let _ = self.release(aside);
+                self.sync_dir(&dir, &location)
+            }
+        }
     }
 
     /// Rename a staged file to its target's name, refusing to replace
-    /// anything that appeared there since.
+    /// anything that appeared there since (and undone when its directory
+    /// is no longer where it was judged to be).
     ///
     /// # Errors
     ///
-    /// [`PathError::AlreadyExists`], or I/O (nothing is left: neither the
-    /// temporary file nor, when the directory could not be synced, the new
-    /// file).
+    /// [`PathError::AlreadyExists`], [`PathError::Changed`], or I/O
+    /// (nothing is left: neither the temporary file nor, when the directory
+    /// could not be synced, the new file).
     pub fn commit_new(&self, staged: Staged) -> Result<(), PathError> {
         let spelling = staged.target.display().to_string();
-        let (dir, name, location) = self.put_in_place(staged, Rename::NoReplace, &spelling)?;
-        self.sync_dir(&dir, &location).inspect_err(|_| {
-            remove_quietly(&dir, &name);
-        })
+        let placed = self.place(staged, Over::Nothing, &spelling)?;
+        self.settle(placed)
+    }
+
+    /// [`Beneath::replace`], only while the file there is still the
+    /// version `read` (the one the new content was made from): otherwise
+    /// the file is put back and the write refused as
+    /// [`PathError::Conflict`]. The file kept aside is the one compared, so
+    /// no write by another process between the comparison and the rename
+    /// can be lost.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::Conflict`], and as [`Beneath::replace`].
+    pub fn replace_unchanged(&self, staged: Staged, read: Version) -> Result<SetAside, PathError> {
+        let spelling = staged.target.display().to_string();
+        self.place(staged, Over::Unchanged(read), &spelling)
+            .and_then(|placed| kept_aside(placed, &spelling))
     }
 
     /// Put a staged file in place of the file at its target, and keep the
     /// replaced file aside (the two are exchanged, atomically) for
-    /// [`Beneath::restore`] or [`Beneath::release`].
+    /// [`Beneath::restore`] or [`Beneath::release`]. Undone when the
+    /// target's directory is no longer where it was judged to be.
     ///
     /// Where the file system cannot exchange two names, the old file is
     /// hard-linked under a temporary name before the staged file is renamed
@@ -396,9 +651,17 @@ impl Beneath {
     /// # Errors
     ///
     /// I/O, [`PathError::Changed`] when a directory took the file's place
-    /// (it is put back) or the file grew since staging; the temporary file
-    /// is removed either way.
+    /// (it is put back), the file grew since staging, or the directory was
+    /// moved meanwhile; the temporary file is removed either way.
     pub fn replace(&self, staged: Staged) -> Result<SetAside, PathError> {
+        let spelling = staged.target.display().to_string();
+        self.place(staged, Over::Existing, &spelling)
+            .and_then(|placed| kept_aside(placed, &spelling))
+    }
+
+    /// The exchange of [`Beneath::replace`], without the check of where the
+    /// directory is.
+    fn exchange(&self, staged: Staged) -> Result<SetAside, PathError> {
         let exchanged = if self.missing.exchange {
             Err(Failed::new(
                 Why::Unsupported,
@@ -516,6 +779,7 @@ impl Beneath {
         Ok(Kept::Copy {
             bytes,
             mode: stat.mode,
+            version: Version::of(&stat),
         })
     }
 
@@ -549,6 +813,31 @@ impl Beneath {
         self.synced(aside)
     }
 
+    /// [`Beneath::set_aside`], only while the file there is still the
+    /// version `read`: otherwise it is put back and the removal refused as
+    /// [`PathError::Conflict`].
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::Conflict`], and as [`Beneath::set_aside`].
+    pub fn set_aside_unchanged(
+        &self,
+        base: &Path,
+        spelling: &str,
+        read: Version,
+    ) -> Result<SetAside, PathError> {
+        let aside = self.set_aside(base, spelling)?;
+        match aside.version() {
+            Some(now) if now == read => Ok(aside),
+            now => {
+                let detail = now.map_or("it cannot be read", |now| read.difference(&now));
+                let location = aside.target.clone();
+                self.restore(aside)?;
+                Err(conflict(spelling, &location, detail))
+            }
+        }
+    }
+
     /// `aside` once its directory is synced (when durable); if that fails,
     /// the file is put back first, so the error leaves the tree as it was.
     fn synced(&self, aside: SetAside) -> Result<SetAside, PathError> {
@@ -577,7 +866,7 @@ impl Beneath {
         };
         let temp = match aside.kept {
             Kept::Name(temp) => temp,
-            Kept::Copy { bytes, mode } => {
+            Kept::Copy { bytes, mode, .. } => {
                 self.write_temp(&aside.dir, mode, &bytes, &aside.target)?
             }
         };

@@ -174,11 +174,37 @@ fn beneath_errors() {
         .unwrap()
         .open_beneath()
         .unwrap();
+    let top = root.parent().unwrap_or(&root).display().to_string();
     let shown = |e: PathError| {
-        let text = e.to_string().replace(&root.display().to_string(), "[ROOT]");
+        let text = e
+            .to_string()
+            .replace(&root.display().to_string(), "[ROOT]")
+            .replace(&top, "[TOP]");
         (e.rule(), text)
     };
+    // A file changed since it was read, and a link moved where it would
+    // lead outside the root.
+    std::fs::write(root.join("edited.txt"), b"one\n").unwrap();
+    let (_, read) = files.read_versioned(&root, "edited.txt", 64).unwrap();
+    std::fs::write(root.join("edited.txt"), b"two, longer\n").unwrap();
+    let conflict = files
+        .write(&root, "edited.txt", b"mine\n", WriteMode::Unchanged(read))
+        .unwrap_err();
+    std::os::unix::fs::symlink("../big.txt", root.join("dir/link")).unwrap();
+    // A staged file whose directory is renamed before it is put in place.
+    std::fs::create_dir(root.join("x")).unwrap();
+    let staged = files.stage(&root, "x/config.toml", b"[build]\n").unwrap();
+    std::fs::rename(root.join("x"), root.join(".cargo")).unwrap();
+    let misplaced = files.commit(staged).unwrap_err();
+    assert!(!root.join(".cargo/config.toml").exists());
+    assert_eq!(std::fs::read_dir(root.join(".cargo")).unwrap().count(), 0);
     let cases = [
+        ("conflict", conflict),
+        (
+            "link_outside_roots",
+            files.rename(&root, "dir/link", "link").unwrap_err(),
+        ),
+        ("changed_directory_moved", misplaced),
         ("too_large", files.read(&root, "big.txt", 4).unwrap_err()),
         (
             "already_exists",

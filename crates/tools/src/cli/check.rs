@@ -136,7 +136,11 @@ pub(crate) fn policy(args: &CommonArgs) -> Outcome {
         Ok(policy) => policy,
         Err(outcome) => return outcome,
     };
-    let warnings: Vec<String> = policy.notices().iter().map(ToString::to_string).collect();
+    let mut warnings: Vec<String> = policy.notices().iter().map(ToString::to_string).collect();
+    if let Some(warning) = policy.placement_warning() {
+        eprintln!("{warning}");
+        warnings.push(warning);
+    }
     let origin = policy.origin().to_string();
     let text = policy.effective_toml();
     Outcome::allowed(text.trim_end().to_owned())

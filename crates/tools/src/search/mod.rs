@@ -124,14 +124,10 @@ pub(crate) fn search_files(
         .map_err(|e| files.refused(TOOL, e))?;
     let root = checked.location().to_path_buf();
     let glob = match &input.glob {
-        Some(glob) => {
-            let invalid = |e: ignore::Error| {
-                bad("invalid-glob", format!("the glob `{glob}` is invalid: {e}"))
-            };
-            let mut overrides = ignore::overrides::OverrideBuilder::new(&root);
-            overrides.add(glob).map_err(invalid)?;
-            Some(overrides.build().map_err(invalid)?)
-        }
+        Some(glob) => Some(
+            skip::Glob::new(&root, glob)
+                .map_err(|e| bad("invalid-glob", format!("the glob `{glob}` is invalid: {e}")))?,
+        ),
         None => None,
     };
     let dir = dirs::open_start(files, &checked).map_err(|e| ToolError::Unsupported {

@@ -4,7 +4,12 @@
 //! - The `glob` argument decides first: an entry it matches is searched (a
 //!   hidden one too), a file it does not match is passed over;
 //!   directories are always entered. `!` before a glob excludes instead.
-//! - Otherwise a name starting with `.` is passed over.
+//! - Otherwise a name starting with `.` is passed over, except a hidden
+//!   directory the glob can match something beneath: a glob with a `/` is
+//!   anchored at the searched directory, and each hidden directory on its
+//!   way is entered (`.github/**`, `.github/workflows/*.yml`). A glob
+//!   without a `/` matches names at any depth and opens no hidden
+//!   directory (`*.yml` does not search `.github`), as ripgrep does.
 //! - Otherwise the ignore files decide, read in the searched directory, in
 //!   each directory below it, and in the directories above it up to its
 //!   allowed root (never outside the roots): `.ignore` files always,
@@ -24,7 +29,73 @@ use std::sync::Arc;
 
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use ignore::overrides::Override;
+use ignore::overrides::{Override, OverrideBuilder};
+
+/// The caller's glob: what it lets in and out, and for a glob with a `/`,
+/// the directories on its way.
+pub(super) struct Glob {
+    overrides: Override,
+    /// The searched directory the glob is anchored at.
+    root: std::path::PathBuf,
+    /// The glob's components, each matching one name (`None`: `**`); empty
+    /// for a glob without a `/` (or an excluding one).
+    way: Vec<Option<Override>>,
+}
+
+impl Glob {
+    /// The glob `text` over the directory `root`.
+    ///
+    /// # Errors
+    ///
+    /// A glob that does not parse.
+    pub(super) fn new(root: &Path, text: &str) -> Result<Self, ignore::Error> {
+        let mut overrides = OverrideBuilder::new(root);
+        overrides.add(text)?;
+        let overrides = overrides.build()?;
+        let anchored = text.trim_start_matches('/');
+        let mut way = Vec::new();
+        if !text.starts_with('!') && anchored.contains('/') {
+            for part in anchored.split('/').filter(|p| !p.is_empty()) {
+                way.push(if part == "**" {
+                    None
+                } else {
+                    let mut one = OverrideBuilder::new("/");
+                    one.add(part)?;
+                    Some(one.build()?)
+                });
+            }
+        }
+        Ok(Self {
+            overrides,
+            root: root.to_path_buf(),
+            way,
+        })
+    }
+
+    fn matched(&self, path: &Path, is_dir: bool) -> Match<ignore::overrides::Glob<'_>> {
+        self.overrides.matched(path, is_dir)
+    }
+
+    /// Whether the glob can match something beneath the directory `path`:
+    /// each of its names below the searched directory matches the glob's
+    /// component at that depth (or a `**` came first), and a component is
+    /// left for what lies beneath.
+    fn opens(&self, path: &Path) -> bool {
+        let Ok(below) = path.strip_prefix(&self.root) else {
+            return false;
+        };
+        let mut depth = 0;
+        for name in below.components() {
+            match self.way.get(depth) {
+                Some(None) => return true,
+                Some(Some(one)) if one.matched(name.as_os_str(), true).is_whitelist() => {}
+                _ => return false,
+            }
+            depth += 1;
+        }
+        depth < self.way.len()
+    }
+}
 
 /// Ignore files larger than this are not honoured.
 pub(super) const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
@@ -98,7 +169,7 @@ fn matcher(dir: &Path, text: &[u8]) -> Option<Gitignore> {
 
 /// Whether the search passes over the entry `name` at `path`.
 pub(super) fn skipped(
-    glob: Option<&Override>,
+    glob: Option<&Glob>,
     ignores: &IgnoreFiles,
     path: &Path,
     name: &[u8],
@@ -109,7 +180,8 @@ pub(super) fn skipped(
         Some(Match::Whitelist(_)) => return false,
         _ => {}
     }
-    name.starts_with(b".") || ignores.ignored(path, is_dir)
+    let hidden = name.starts_with(b".") && !(is_dir && glob.is_some_and(|g| g.opens(path)));
+    hidden || ignores.ignored(path, is_dir)
 }
 
 #[cfg(test)]
@@ -146,13 +218,39 @@ mod tests {
     }
 
     #[test]
+    fn a_glob_with_a_slash_opens_the_hidden_directories_on_its_way() {
+        let none = IgnoreFiles::default();
+        let dir = |glob: &Glob, path: &str| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            !skipped(Some(glob), &none, Path::new(path), name.as_bytes(), true)
+        };
+        let all = Glob::new(Path::new("/t"), ".github/**").expect("glob");
+        assert!(dir(&all, "/t/.github"));
+        assert!(dir(&all, "/t/.github/.hidden"), "beneath `**`, any name");
+        assert!(!dir(&all, "/t/.git"));
+        let workflows = Glob::new(Path::new("/t"), ".github/workflows/*.yml").expect("glob");
+        assert!(dir(&workflows, "/t/.github"));
+        assert!(dir(&workflows, "/t/.github/workflows"));
+        assert!(!dir(&workflows, "/t/.github/.cache"));
+        assert!(
+            !dir(&workflows, "/t/.github/workflows/.deep"),
+            "no component left"
+        );
+        let anywhere = Glob::new(Path::new("/t"), "*.yml").expect("glob");
+        assert!(
+            !dir(&anywhere, "/t/.github"),
+            "a glob without `/` opens none"
+        );
+        let excluding = Glob::new(Path::new("/t"), "!.github/**").expect("glob");
+        assert!(!dir(&excluding, "/t/.github"));
+    }
+
+    #[test]
     fn hidden_names_are_skipped_unless_the_glob_names_them() {
         let none = IgnoreFiles::default();
         let p = Path::new("/t/.env");
         assert!(skipped(None, &none, p, b".env", false));
-        let mut builder = ignore::overrides::OverrideBuilder::new("/t");
-        builder.add(".e*").expect("glob");
-        let glob = builder.build().expect("glob");
+        let glob = Glob::new(Path::new("/t"), ".e*").expect("glob");
         assert!(!skipped(Some(&glob), &none, p, b".env", false));
         // A file the glob does not match is skipped; a directory is entered.
         assert!(skipped(

@@ -9,11 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use agentcaps::paths::{Access, EntryKind};
-use ignore::overrides::Override;
 
 use super::dirs::{self, Dir, Entry};
 use super::matcher::Matcher;
-use super::skip::{self, IgnoreFiles, MAX_IGNORE_FILE_BYTES};
+use super::skip::{self, Glob, IgnoreFiles, MAX_IGNORE_FILE_BYTES};
 use super::{MAX_FILES, MAX_LINE_CHARS, Match};
 use crate::files::FileTools;
 use crate::stop::Stop;
@@ -60,7 +59,7 @@ pub(super) enum Pending {
 pub(super) struct Walk<'a> {
     pub(super) files: &'a FileTools,
     pub(super) matcher: &'a Matcher,
-    pub(super) glob: Option<&'a Override>,
+    pub(super) glob: Option<&'a Glob>,
     pub(super) max: usize,
     pub(super) stop: &'a Stop,
     pub(super) found: Found,
@@ -166,7 +165,7 @@ impl<'a> Walk<'a> {
     pub(super) fn new(
         files: &'a FileTools,
         matcher: &'a Matcher,
-        glob: Option<&'a Override>,
+        glob: Option<&'a Glob>,
         max: usize,
         stop: &'a Stop,
         first: Job,

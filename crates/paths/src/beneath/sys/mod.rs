@@ -92,6 +92,10 @@ pub(crate) struct Stat {
     /// Permission bits (`0o777`); on Windows `0o444` or `0o644`.
     pub(crate) mode: u32,
     pub(crate) modified: Option<SystemTime>,
+    /// Which file it is: device and inode on Unix; `(0, 0)` on Windows,
+    /// where a directory held open cannot be renamed and a file's identity
+    /// is not read (its size and modification time stand for it).
+    pub(crate) id: (u64, u64),
 }
 
 /// The permission bits of a new file that replaces nothing.

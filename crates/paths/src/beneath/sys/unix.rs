@@ -273,6 +273,13 @@ pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> Result<Stat, Failed> {
         .map_err(failed)
 }
 
+/// Where the link `name` in `dir` points (its text, not resolved).
+pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> Result<std::path::PathBuf, Failed> {
+    rustix::fs::readlinkat(&dir.0, name, Vec::new())
+        .map(|target| std::path::PathBuf::from(OsStr::from_bytes(target.as_bytes())))
+        .map_err(failed)
+}
+
 /// `fstat` of the directory itself.
 pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
     rustix::fs::fstat(&dir.0)
@@ -345,6 +352,7 @@ fn stat_of(stat: &rustix::fs::Stat) -> Stat {
         len: non_negative(stat.st_size),
         mode: raw_mode & 0o777,
         modified,
+        id: (non_negative(stat.st_dev), non_negative(stat.st_ino)),
     }
 }
 

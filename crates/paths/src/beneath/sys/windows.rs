@@ -308,6 +308,11 @@ pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> Result<Stat, Failed> {
         .map_err(failed)
 }
 
+/// Where the link `name` in `dir` points (its text, not resolved).
+pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> Result<PathBuf, Failed> {
+    std::fs::read_link(dir.path.join(name)).map_err(failed)
+}
+
 /// What the directory itself is.
 pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
     dir.handle
@@ -369,6 +374,7 @@ fn stat_of(meta: &std::fs::Metadata) -> Stat {
             0o644
         },
         modified: meta.modified().ok(),
+        id: (0, 0),
     }
 }
 
