@@ -320,9 +320,7 @@ fn unreadable(shared: &Shared, mut entry: ProxyEntry, e: &hyper::Error) {
     } else {
         return;
     };
-    entry.decision = ProxyDecision::Deny;
-    e.rule().clone_into(&mut entry.rule);
-    entry.reason = e.to_string();
+    record(&mut entry, &e);
     shared.log.push(entry);
 }
 
