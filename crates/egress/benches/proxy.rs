@@ -8,7 +8,9 @@
 //!
 //! Each through the proxy two ways: `proxy` (plain HTTP, the request
 //! forwarded) and `proxy_connect` (a `CONNECT` tunnel, as HTTPS clients
-//! use it; the HTTP inside is plain here, so only the tunnel is measured).
+//! use it; the HTTP inside is plain here, so the proxy reads and judges
+//! each request inside the tunnel, as it does for `curl -p http://…`; a
+//! TLS tunnel is relayed unread and costs what `bare_relay` costs).
 //!
 //! Each party runs as it would as a process of its own: the server on its
 //! own thread and single-threaded runtime (one event loop, as a server

@@ -63,7 +63,10 @@ pub struct EgressPolicyConfig {
     pub dns_timeout_ms: u64,
     /// Time for one TCP connect plus TLS handshake.
     pub connect_timeout_ms: u64,
-    /// Time from sending a request to receiving its response headers.
+    /// Time from sending a request to receiving its response headers. The
+    /// proxy gives its clients the same time to send a request head (from
+    /// the connection's opening, or from the last response on a kept-alive
+    /// one): a connection idle or half-sent for longer is closed.
     pub header_timeout_ms: u64,
     /// Time the body may go without a byte arriving (between body chunks,
     /// and from the response head to the first chunk), beside the total

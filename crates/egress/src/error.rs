@@ -342,6 +342,34 @@ pub enum EgressError {
         /// The limit.
         max: usize,
     },
+    /// A request the proxy could not read (answered `400`): not an
+    /// HTTP/1 request, or a malformed one.
+    #[error(
+        "refused a request the proxy could not read ({message}); send an HTTP/1.1 request in absolute form (`GET http://host/path`) or `CONNECT host:port`"
+    )]
+    BadRequest {
+        /// What the parser objected to.
+        message: String,
+    },
+    /// A request head larger than the proxy reads (answered `431`).
+    #[error(
+        "refused a request whose head is too large ({message}); send fewer or smaller header fields"
+    )]
+    RequestHeadTooLarge {
+        /// What the parser said.
+        message: String,
+    },
+    /// An absolute-form request asking to switch protocols (a websocket),
+    /// which the proxy does not forward.
+    #[error(
+        "refused the upgrade of {url:?} to `{protocol}`: the proxy forwards plain http:// requests only; open a CONNECT tunnel for it instead (a wss:// URL, or `curl -p` for ws://)"
+    )]
+    Upgrade {
+        /// The URL asked for.
+        url: String,
+        /// The protocol asked for (the `Upgrade` header).
+        protocol: String,
+    },
     /// A phase ran out of time.
     #[error("stopped {url:?}: {} took longer than {limit_ms} ms ({}); try a faster source or a smaller request", phase_help(*phase), phase.setting())]
     Timeout {
@@ -454,6 +482,9 @@ impl EgressError {
             EgressError::Header { rule, .. } => rule.id(),
             EgressError::ResponseHeadersTooLarge { .. } => "size.headers",
             EgressError::RequestTooLarge { .. } => "size.request",
+            EgressError::BadRequest { .. } => "request.malformed",
+            EgressError::RequestHeadTooLarge { .. } => "size.request-head",
+            EgressError::Upgrade { .. } => "upgrade",
             EgressError::Timeout { phase, .. } => phase.id(),
             EgressError::Dns { .. } => "dns",
             EgressError::Connect { .. } => "connect",

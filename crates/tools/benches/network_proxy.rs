@@ -1,7 +1,9 @@
 //! Commands' web traffic through the judging proxy, whole-process and
 //! end to end: `curl` inside `agentcaps run` with `network = "proxy"`
-//! against the same `curl` going direct, same loopback server, same run
-//! (the target: through the proxy at least 0.8× direct).
+//! against the same `curl` going direct and going through `tinyproxy` (a
+//! small, widely used C forward proxy) on the host, same loopback server,
+//! same run (the targets: through the proxy at least 0.8× direct, and at
+//! least 1.0× tinyproxy).
 //!
 //! - `download_100mb`: one 100 MiB body written to curl's standard output
 //!   (a pipe whose reader discards it: agentcaps's, past its output cap, or
@@ -16,13 +18,17 @@
 //! the private view with the host's network: the development preset; what
 //! the view costs without the proxy), `proxy` (plain `http://` forwarded by
 //! the proxy) and `proxy_connect` (`curl -p`: a CONNECT tunnel, as HTTPS
-//! goes). The server is a thread per connection of this process, writing
-//! from one buffer. Rounds are interleaved, who goes first rotating; each
-//! figure is the median of per-round ratios against `direct`.
+//! goes), `tinyproxy` and `tinyproxy_connect` (the same two through
+//! `tinyproxy` on the host, started by the bench on a free port of
+//! loopback). The server is a thread per connection of this process,
+//! writing from one buffer. Rounds are interleaved, who goes first
+//! rotating; each figure is the median of per-round ratios against
+//! `direct`, and the proxy's routes also against tinyproxy's same route.
 //!
-//! Needs `curl` and a kernel that builds the view (user, mount and network
-//! namespaces). `cargo bench -p agentcaps-tools --bench network_proxy`
-//! (`ROUNDS=N` to change the 9 rounds).
+//! Needs `curl`, `tinyproxy` (`apt-get install tinyproxy`) and a kernel
+//! that builds the view (user, mount and network namespaces). `cargo bench
+//! -p agentcaps-tools --bench network_proxy` (`ROUNDS=N` to change the 9
+//! rounds).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -94,19 +100,73 @@ enum Route {
     ViewHost,
     Proxy,
     ProxyConnect,
+    Tinyproxy,
+    TinyproxyConnect,
 }
 
-const ROUTES: [(&str, Route); 4] = [
+const ROUTES: [(&str, Route); 6] = [
     ("direct", Route::Direct),
     ("view_host", Route::ViewHost),
     ("proxy", Route::Proxy),
     ("proxy_connect", Route::ProxyConnect),
+    ("tinyproxy", Route::Tinyproxy),
+    ("tinyproxy_connect", Route::TinyproxyConnect),
 ];
+
+/// The proxy's routes and tinyproxy's same route (indices into [`ROUTES`]).
+const VERSUS: [(usize, usize); 2] = [(2, 4), (3, 5)];
 
 struct Setup {
     bin: PathBuf,
     dir: tempfile::TempDir,
     port: u16,
+    tinyproxy: Tinyproxy,
+}
+
+/// `tinyproxy` in the foreground on a free port of 127.0.0.1, killed on
+/// drop.
+struct Tinyproxy {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Tinyproxy {
+    fn start(dir: &std::path::Path) -> Tinyproxy {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        // No `ConnectPort` line: CONNECT to any port (the server's).
+        let config = dir.join("tinyproxy.conf");
+        let text = format!(
+            "Port {port}\nListen 127.0.0.1\nTimeout 600\nMaxClients 100\nLogLevel Critical\nAllow 127.0.0.1\nDisableViaHeader Yes\n"
+        );
+        std::fs::write(&config, text).expect("tinyproxy config");
+        let mut child = Command::new("tinyproxy")
+            .arg("-d")
+            .arg("-c")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("tinyproxy runs (apt-get install tinyproxy)");
+        for _ in 0..200 {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Tinyproxy { child, port };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("tinyproxy did not listen on {port}");
+    }
+}
+
+impl Drop for Tinyproxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Setup {
@@ -132,11 +192,18 @@ impl Setup {
     /// Runs curl with `args` by `route`; its standard output and error.
     fn curl(&self, route: Route, args: &[&str]) -> (String, String) {
         let mut argv: Vec<&str> = vec!["curl", "-sS"];
-        if route == Route::ProxyConnect {
+        if matches!(route, Route::ProxyConnect | Route::TinyproxyConnect) {
             argv.push("-p");
         }
+        let tinyproxy = format!("http://127.0.0.1:{}", self.tinyproxy.port);
+        if matches!(route, Route::Tinyproxy | Route::TinyproxyConnect) {
+            argv.extend_from_slice(&["--proxy", &tinyproxy]);
+        }
         argv.extend_from_slice(args);
-        if route == Route::Direct {
+        if matches!(
+            route,
+            Route::Direct | Route::Tinyproxy | Route::TinyproxyConnect
+        ) {
             let mut child = Command::new("curl")
                 .args(&argv[1..])
                 .env_remove("http_proxy")
@@ -242,10 +309,13 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(9);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tinyproxy = Tinyproxy::start(dir.path());
     let setup = Setup {
         bin: agentcaps(),
-        dir: tempfile::tempdir().expect("tempdir"),
+        dir,
         port: server(),
+        tinyproxy,
     };
     std::fs::create_dir(setup.root()).expect("root");
     for (what, unit, measure) in [
@@ -273,6 +343,19 @@ fn main() {
                 "; {} {:.0} {unit} ({:.2}x)",
                 ROUTES[i].0,
                 median(rates[i].clone()),
+                median(ratios)
+            ));
+        }
+        for (ours, theirs) in VERSUS {
+            let ratios = rates[ours]
+                .iter()
+                .zip(&rates[theirs])
+                .map(|(o, t)| o / t)
+                .collect();
+            line.push_str(&format!(
+                "; {} vs {} {:.2}x",
+                ROUTES[ours].0,
+                ROUTES[theirs].0,
                 median(ratios)
             ));
         }

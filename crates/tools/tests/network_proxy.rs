@@ -285,3 +285,87 @@ fn tunnels_go_through_the_views_proxy_port_and_are_judged_before_they_open() {
         "{refused}"
     );
 }
+
+/// A loopback server on 127.0.0.2 that reads each request and never
+/// answers (holds the connection); counts the connections it accepted.
+fn silent_server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = hits.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(10) {
+            let Ok(mut stream) = stream else { continue };
+            counter.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while stream.read(&mut buf).is_ok_and(|n| n > 0) {}
+            });
+        }
+    });
+    (port, hits)
+}
+
+#[test]
+fn a_request_of_a_command_that_timed_out_is_listed() {
+    let tree = common::Tree::new();
+    let (port, hits) = silent_server();
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\ntimeout_ms = 3000\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
+    ));
+    let url = format!("http://127.0.0.2:{port}/sent-before-the-timeout");
+    let run = tree.run_json(&policy, &["curl", "-sS", "--max-time", "30", &url]);
+    assert_eq!(run["timed_out"], true, "{run}");
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        1,
+        "the request reached the server"
+    );
+    let connections = run["connections"].as_array().expect("listed");
+    assert_eq!(connections.len(), 1, "{run}");
+    assert_eq!(
+        (
+            connections[0]["decision"].as_str(),
+            connections[0]["address"].as_str()
+        ),
+        (Some("allow"), Some(format!("127.0.0.2:{port}").as_str())),
+        "{run}"
+    );
+}
+
+#[test]
+fn stderr_tells_a_refusal_from_a_failure() {
+    let tree = common::Tree::new();
+    let closed = {
+        let listener = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+        listener.local_addr().unwrap().port()
+    };
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{closed}]\n"
+    ));
+    let run = |url: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentcaps"))
+            .args(["run", "--policy"])
+            .arg(&policy)
+            .args(["--", "curl", "-sS", "--max-time", "10", url])
+            .current_dir(&tree.root)
+            .output()
+            .expect("agentcaps runs");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // Nothing listens on the allowed port: a failure, not a refusal.
+    let failed = run(&format!("http://127.0.0.2:{closed}/"));
+    assert!(
+        failed.contains(&format!(
+            "agentcaps: network proxy could not complete GET 127.0.0.2:{closed} (rule connect)"
+        )) && !failed.contains("refused GET"),
+        "{failed}"
+    );
+    let refused = run(&format!("http://127.0.0.3:{closed}/"));
+    assert!(
+        refused.contains(&format!(
+            "agentcaps: network proxy refused GET 127.0.0.3:{closed} (rule address.special-purpose)"
+        )),
+        "{refused}"
+    );
+}

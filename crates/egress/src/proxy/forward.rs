@@ -2,6 +2,11 @@
 //! judged, sent on a pooled or new connection to a judged address, and the
 //! response streamed back. The upstream connection is driven by the task
 //! that serves the client's connection, as the response is read.
+//!
+//! An idempotent request without a body is sent once more, on a fresh
+//! connection, when a pooled one fails before any byte of the response
+//! came (the server closed it as the request arrived: a race every
+//! keep-alive client meets). Nothing else is sent twice.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -9,16 +14,20 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
-use http::header::{CONNECTION, HOST, HeaderName, HeaderValue};
-use http::{Request, Response, Uri};
-use http_body_util::Either;
+use http::header::{CONNECTION, HOST, HeaderName, HeaderValue, UPGRADE};
+use http::request::Parts;
+use http::{Method, Request, Response, Uri};
+use http_body_util::{Either, Empty};
 use hyper::body::{Body, Incoming};
 use hyper::client::conn::http1 as client_http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::log::ProxyKind;
-use super::{ProxyBody, Shared, dial, entry, judge, refusal, refused_url};
+use super::log::{Bytes, Logged, ProxyKind, ProxyOutcome};
+use super::wire::Wire;
+use super::{
+    MAX_RESPONSE_HEADERS, ProxyBody, Shared, dial, entry, failed, judge, refusal, refused_url,
+};
 use crate::error::{EgressError, Phase};
 use crate::headers::judge_meaning;
 use crate::policy::UrlVerdict;
@@ -38,18 +47,82 @@ struct UpstreamKey {
     addr: SocketAddr,
 }
 
-type Connection = client_http1::Connection<TokioIo<TcpStream>, Incoming>;
+/// The bytes of data in a polled body frame (0 for anything else).
+fn data_len<E>(frame: &Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, E>>>) -> usize {
+    match frame {
+        Poll::Ready(Some(Ok(f))) => f.data_ref().map_or(0, bytes::Bytes::len),
+        _ => 0,
+    }
+}
+
+/// A request body as sent upstream: the client's, counted as it goes, or
+/// none (a request that may be sent twice).
+pub(crate) type Outgoing = Either<Sent, Empty<bytes::Bytes>>;
+
+type Connection = client_http1::Connection<TokioIo<Wire<TcpStream>>, Outgoing>;
+
+/// The client's request body, its bytes counted into the log as they go.
+pub(crate) struct Sent {
+    body: Incoming,
+    bytes: Arc<Bytes>,
+}
+
+impl Body for Sent {
+    type Data = bytes::Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let frame = Pin::new(&mut this.body).poll_frame(cx);
+        this.bytes.add_sent(data_len(&frame));
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
 
 /// An upstream connection: the handle requests are sent on and the
 /// connection itself, driven by the task serving the client's connection
 /// while a request and its response pass (no hand-off between tasks for
 /// each piece of a body), and kept idle in the pool between requests.
 pub(crate) struct Upstream {
-    sender: client_http1::SendRequest<Incoming>,
+    sender: client_http1::SendRequest<Outgoing>,
     connection: Connection,
+    /// What the connection's stream carried so far.
+    wire: Arc<Bytes>,
 }
 
 impl Upstream {
+    /// HTTP/1 on a new connection.
+    async fn handshake(stream: TcpStream) -> Result<Upstream, hyper::Error> {
+        let wire = Arc::new(Bytes::default());
+        let (sender, connection) = client_http1::Builder::new()
+            .max_headers(MAX_RESPONSE_HEADERS)
+            .handshake(TokioIo::new(Wire::new(stream, wire.clone())))
+            .await?;
+        Ok(Upstream {
+            sender,
+            connection,
+            wire,
+        })
+    }
+
+    /// Bytes read from the connection so far.
+    fn received(&self) -> u64 {
+        self.wire
+            .received
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Lets the connection take in what happened while it sat idle (a close
     /// by the server, the end of the last response); still usable?
     fn usable(&mut self) -> bool {
@@ -62,8 +135,10 @@ impl Upstream {
 
     /// Sends `request` and drives the connection until the response head
     /// has come.
-    async fn exchange(&mut self, request: Request<Incoming>) -> Result<Response<Incoming>, String> {
-        let Upstream { sender, connection } = self;
+    async fn exchange(&mut self, request: Request<Outgoing>) -> Result<Response<Incoming>, String> {
+        let Upstream {
+            sender, connection, ..
+        } = self;
         let mut ended = false;
         let mut drive = |cx: &mut Context<'_>| {
             if !ended && Pin::new(&mut *connection).poll(cx).is_ready() {
@@ -107,6 +182,8 @@ pub(crate) struct Relayed {
     /// The whole body went through.
     finished: bool,
     home: Option<(Arc<Shared>, UpstreamKey)>,
+    /// The log entry, completed when the body ends or is dropped.
+    logged: Option<Logged>,
 }
 
 impl Body for Relayed {
@@ -130,6 +207,9 @@ impl Body for Relayed {
         if let Poll::Ready(None) = frame {
             this.finished = true;
         }
+        if let Some(logged) = &this.logged {
+            logged.bytes().add_received(data_len(&frame));
+        }
         frame
     }
 
@@ -147,6 +227,14 @@ impl Drop for Relayed {
         // Kept only when the whole body went through and the connection is
         // still open; otherwise it closes here.
         let whole = self.finished || self.body.is_end_stream();
+        if let Some(logged) = self.logged.take() {
+            if whole {
+                logged.close(ProxyOutcome::Done);
+            } else if self.ended {
+                logged.close(ProxyOutcome::Failed);
+            }
+            // Otherwise the client went away first: the handle's drop says so.
+        }
         if let (Some(up), Some((shared, key)), false, true) =
             (self.upstream.take(), self.home.take(), self.ended, whole)
         {
@@ -205,7 +293,7 @@ const HOP_BY_HOP: &[&str] = &[
     "upgrade",
 ];
 
-fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(CONNECTION)
         .iter()
@@ -222,8 +310,8 @@ fn strip_hop_by_hop(headers: &mut http::HeaderMap) {
 }
 
 /// An absolute-form `http://` request: judged (URL, method, headers, every
-/// answer), sent on a pooled or new connection to a judged address, and
-/// the response streamed back as it comes.
+/// answer), logged, sent on a pooled or new connection to a judged
+/// address, and the response streamed back as it comes.
 pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
     let (mut parts, body) = req.into_parts();
     let uri = parts.uri.to_string();
@@ -244,11 +332,16 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     };
     log.host = verdict.host();
     log.port = verdict.port();
+    if let Some(protocol) = upgrade_asked(&parts.headers, &[]) {
+        let e = EgressError::Upgrade {
+            url: verdict.url().to_owned(),
+            protocol,
+        };
+        return refusal(shared, log, &e);
+    }
     strip_hop_by_hop(&mut parts.headers);
-    for (name, value) in &parts.headers {
-        if let Err(e) = judge_meaning(name, value, &shared.policy().methods) {
-            return refusal(shared, log, &e);
-        }
+    if let Err(e) = judge_headers(shared, &parts.headers) {
+        return refusal(shared, log, &e);
     }
     let addrs = match judge(shared, &verdict).await {
         Ok(a) => a,
@@ -263,12 +356,23 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     if let Ok(host) = HeaderValue::from_str(&host_header(&verdict)) {
         parts.headers.insert(HOST, host);
     }
+    let host = log.host.clone();
+    // Decided: logged before anything is dialled.
+    let logged = shared.log.open(log);
+    let again = (idempotent(&parts.method) && body.is_end_stream()).then(|| copy_head(&parts));
+    let body = if again.is_some() {
+        Either::Right(Empty::new())
+    } else {
+        Either::Left(Sent {
+            body,
+            bytes: logged.bytes().clone(),
+        })
+    };
     let request = Request::from_parts(parts, body);
-    match send(shared, &verdict, &log.host, &addrs, request).await {
+    match send(shared, &verdict, &host, &addrs, request, again, &logged).await {
         Ok((response, addr, upstream)) => {
-            log.address = Some(addr);
-            let key = upstream_key(&verdict, &log.host, addr);
-            shared.log.push(log);
+            logged.update(|e| e.status = Some(response.status().as_u16()));
+            let key = upstream_key(&verdict, &host, addr);
             let (mut parts, body) = response.into_parts();
             strip_hop_by_hop(&mut parts.headers);
             let body = Relayed {
@@ -277,14 +381,60 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
                 ended: false,
                 finished: false,
                 home: Some((shared.clone(), key)),
+                logged: Some(logged),
             };
             Response::from_parts(parts, Either::Left(body))
         }
-        Err((e, addr)) => {
-            log.address = addr;
-            refusal(shared, log, &e)
-        }
+        Err((e, addr)) => failed(logged, addr, &e),
     }
+}
+
+/// The method and header rules on a request's headers (hop-by-hop ones
+/// already removed).
+pub(crate) fn judge_headers(shared: &Shared, headers: &http::HeaderMap) -> Result<(), EgressError> {
+    for (name, value) in headers {
+        judge_meaning(name, value, &shared.policy().methods)?;
+    }
+    Ok(())
+}
+
+/// The protocol an `Upgrade` header asks for, unless every one it names is
+/// `h2c` (dropped with the other hop-by-hop headers: the server answers in
+/// HTTP/1.1) or in `relayed`.
+pub(crate) fn upgrade_asked(headers: &http::HeaderMap, relayed: &[&str]) -> Option<String> {
+    let values: Vec<&str> = headers
+        .get_all(UPGRADE)
+        .iter()
+        .map(|v| v.to_str().unwrap_or("?"))
+        .collect();
+    let other = values.iter().flat_map(|v| v.split(',')).any(|p| {
+        let name = p.trim().split('/').next().unwrap_or_default();
+        !name.eq_ignore_ascii_case("h2c") && !relayed.iter().any(|r| name.eq_ignore_ascii_case(r))
+    });
+    other.then(|| values.join(", "))
+}
+
+/// Methods a server must treat as the same request when it comes twice.
+fn idempotent(method: &Method) -> bool {
+    [
+        Method::GET,
+        Method::HEAD,
+        Method::OPTIONS,
+        Method::TRACE,
+        Method::PUT,
+        Method::DELETE,
+    ]
+    .contains(method)
+}
+
+/// The head of a request, for sending it again.
+fn copy_head(parts: &Parts) -> Parts {
+    let mut copy = Request::new(());
+    *copy.method_mut() = parts.method.clone();
+    *copy.uri_mut() = parts.uri.clone();
+    *copy.version_mut() = parts.version;
+    *copy.headers_mut() = parts.headers.clone();
+    copy.into_parts().0
 }
 
 fn origin_form(verdict: &UrlVerdict) -> Result<Uri, EgressError> {
@@ -312,49 +462,76 @@ fn host_header(verdict: &UrlVerdict) -> String {
     }
 }
 
-type Sent = Result<(Response<Incoming>, SocketAddr, Upstream), (EgressError, Option<SocketAddr>)>;
+type Exchanged =
+    Result<(Response<Incoming>, SocketAddr, Upstream), (EgressError, Option<SocketAddr>)>;
 
 /// Sends on an idle pooled connection to one of the judged addresses, or
-/// dials one; waits `header_timeout_ms` for the head.
+/// dials one; waits `header_timeout_ms` for the head. `again`: the head of
+/// a request that may be sent once more (without a body) on a fresh
+/// connection when the pooled one fails before any response byte. The
+/// address in use goes into the log entry as soon as it is.
 async fn send(
     shared: &Shared,
     verdict: &UrlVerdict,
     host: &str,
     addrs: &[SocketAddr],
-    request: Request<Incoming>,
-) -> Sent {
+    request: Request<Outgoing>,
+    again: Option<Parts>,
+    logged: &Logged,
+) -> Exchanged {
     let pooled = addrs.iter().find_map(|a| {
         shared
             .pool
             .checkout(&upstream_key(verdict, host, *a))
             .map(|s| (*a, s))
     });
-    let (addr, mut up) = match pooled {
-        Some(found) => found,
-        None => {
-            let (stream, addr) = dial(shared, host, verdict.url(), addrs)
-                .await
-                .map_err(|e| (e, None))?;
-            let (sender, connection) = client_http1::Builder::new()
-                .handshake(TokioIo::new(stream))
-                .await
-                .map_err(|e| (http_error(verdict, &e.to_string()), Some(addr)))?;
-            (addr, Upstream { sender, connection })
+    let request = match pooled {
+        None => request,
+        Some((addr, mut up)) => {
+            logged.update(|e| e.address = Some(addr));
+            let before = up.received();
+            match exchange(shared, verdict, &mut up, request).await {
+                Ok(response) => return Ok((response, addr, up)),
+                Err(e) => match again {
+                    Some(head)
+                        if up.received() == before && !matches!(e, EgressError::Timeout { .. }) =>
+                    {
+                        Request::from_parts(head, Either::Right(Empty::new()))
+                    }
+                    _ => return Err((e, Some(addr))),
+                },
+            }
         }
     };
-    let limit = shared.policy().header_timeout;
-    let response = tokio::time::timeout(limit, up.exchange(request))
+    let (stream, addr) = dial(shared, host, verdict.url(), addrs)
         .await
-        .map_err(|_| {
-            let e = EgressError::Timeout {
-                url: verdict.url().to_owned(),
-                phase: Phase::Headers,
-                limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
-            };
-            (e, Some(addr))
+        .map_err(|e| (e, None))?;
+    logged.update(|e| e.address = Some(addr));
+    let mut up = Upstream::handshake(stream)
+        .await
+        .map_err(|e| (http_error(verdict, &e.to_string()), Some(addr)))?;
+    match exchange(shared, verdict, &mut up, request).await {
+        Ok(response) => Ok((response, addr, up)),
+        Err(e) => Err((e, Some(addr))),
+    }
+}
+
+/// One exchange on `up`, within `header_timeout_ms`.
+async fn exchange(
+    shared: &Shared,
+    verdict: &UrlVerdict,
+    up: &mut Upstream,
+    request: Request<Outgoing>,
+) -> Result<Response<Incoming>, EgressError> {
+    let limit = shared.policy().header_timeout;
+    tokio::time::timeout(limit, up.exchange(request))
+        .await
+        .map_err(|_| EgressError::Timeout {
+            url: verdict.url().to_owned(),
+            phase: Phase::Headers,
+            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
         })?
-        .map_err(|e| (http_error(verdict, &e), Some(addr)))?;
-    Ok((response, addr, up))
+        .map_err(|e| http_error(verdict, &e))
 }
 
 fn upstream_key(verdict: &UrlVerdict, host: &str, addr: SocketAddr) -> UpstreamKey {

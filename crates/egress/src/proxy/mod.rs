@@ -8,8 +8,23 @@
 //! [`Client::resolve_and_check`] give for `http(s)://host:port/` — and
 //! dials only an address it judged. A refusal is answered `403` with the
 //! rule and the reason in the body (and in `x-agentcaps-rule`), before any
-//! tunnel opens; a failure (DNS, connect) is `502`, a time limit `504`.
-//! Every decision is logged ([`ProxyLog`]).
+//! tunnel opens; a failure (DNS, connect, a broken upstream) is `502`, a
+//! time limit `504`; the body says which (`deny` or `error`, also in
+//! `x-agentcaps-decision`). A request the proxy cannot read is `400` (or
+//! `431` for a head too large). Every decision is logged ([`ProxyLog`])
+//! when it is made, before any dial, and the entry is completed as the
+//! exchange goes on (address, status, bytes each way, how it ended).
+//!
+//! A tunnel carries TLS (its first bytes are a TLS handshake record) or
+//! cleartext HTTP/1, which is judged request by request by the same method
+//! and header rules as a forwarded request; nothing else.
+//!
+//! Client connections are bounded in time: a request head must arrive
+//! within `header_timeout_ms` of the connection opening or of the last
+//! response (an idle keep-alive connection is closed then too). An
+//! idempotent request without a body that fails on a reused upstream
+//! connection before any response byte is sent once more on a fresh one.
+//! Responses may carry up to [`MAX_RESPONSE_HEADERS`] header fields.
 //!
 //! Redirects are the client's business: each request the client makes
 //! after one is judged like any other. Response sizes and body times are
@@ -32,10 +47,12 @@
 mod forward;
 #[cfg(target_os = "linux")]
 pub mod handoff;
+mod inside;
 mod log;
 mod relay;
 mod thread;
 mod tunnel;
+mod wire;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -57,15 +74,20 @@ use tokio::net::UnixListener;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
-pub use log::{ProxyDecision, ProxyEntry, ProxyKind, ProxyLog};
+pub use log::{MAX_LOG_ENTRIES, ProxyDecision, ProxyEntry, ProxyKind, ProxyLog, ProxyOutcome};
 pub use thread::{Listen, ProxyThread};
 
 use crate::client::Client;
 use crate::error::{EgressError, Phase};
 use crate::policy::{EgressPolicy, UrlVerdict};
+use log::Logged;
 
 /// Client connections served at once; more wait to be accepted.
 const MAX_CONNECTIONS: usize = 512;
+
+/// Header fields a response may carry (hyper reads 100 by default; some
+/// servers send more).
+pub const MAX_RESPONSE_HEADERS: usize = 1000;
 
 struct Shared {
     client: Client,
@@ -95,6 +117,7 @@ pub struct Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
+        self.log.stop();
         self.task.abort();
     }
 }
@@ -258,14 +281,47 @@ async fn serve_http(
     shared: Arc<Shared>,
     stream: impl AsyncRead + AsyncWrite + Send + Unpin + 'static,
 ) {
+    let serving = shared.clone();
     let service = service_fn(move |req| {
-        let shared = shared.clone();
+        let shared = serving.clone();
         async move { Ok::<_, Infallible>(handle(shared, req).await) }
     });
-    let _ = server_http1::Builder::new()
+    let served = server_builder(&shared)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;
+    if let Err(e) = served {
+        unreadable(&shared, ProxyEntry::new(ProxyKind::Http, "", "", 0), &e);
+    }
+}
+
+/// The server side of a client connection: a request head must come
+/// within `header_timeout_ms` (of the connection opening or the last
+/// response).
+fn server_builder(shared: &Shared) -> server_http1::Builder {
+    let mut builder = server_http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(shared.policy().header_timeout);
+    builder
+}
+
+/// Logs a request the server side could not read (hyper has answered it
+/// `400` or `431`); other ends of a connection are not requests.
+fn unreadable(shared: &Shared, mut entry: ProxyEntry, e: &hyper::Error) {
+    let e = if e.is_parse_too_large() {
+        EgressError::RequestHeadTooLarge {
+            message: e.to_string(),
+        }
+    } else if e.is_parse() {
+        EgressError::BadRequest {
+            message: e.to_string(),
+        }
+    } else {
+        return;
+    };
+    record(&mut entry, &e);
+    shared.log.push(entry);
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
@@ -276,22 +332,36 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBo
     }
 }
 
-/// A response for a refusal (`403`), a time limit (`504`), a request the
-/// proxy cannot serve (`400`) or a failure (`502`), and its log entry.
-fn refusal(shared: &Shared, mut entry: ProxyEntry, e: &EgressError) -> Response<ProxyBody> {
-    let (status, decision) = match e {
+/// The status and decision of a refusal (`403`), a time limit (`504`), a
+/// request the proxy cannot serve (`400`) or a failure (`502`).
+fn verdict(e: &EgressError) -> (StatusCode, ProxyDecision) {
+    match e {
         EgressError::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, ProxyDecision::Error),
-        EgressError::InvalidUrl { .. } | EgressError::UrlTooLong { .. } => {
-            (StatusCode::BAD_REQUEST, ProxyDecision::Deny)
-        }
+        EgressError::InvalidUrl { .. }
+        | EgressError::UrlTooLong { .. }
+        | EgressError::BadRequest { .. } => (StatusCode::BAD_REQUEST, ProxyDecision::Deny),
         _ if e.is_refusal() => (StatusCode::FORBIDDEN, ProxyDecision::Deny),
         _ => (StatusCode::BAD_GATEWAY, ProxyDecision::Error),
-    };
+    }
+}
+
+/// Writes `e` into `entry` (decision, rule, reason, outcome).
+fn record(entry: &mut ProxyEntry, e: &EgressError) {
+    let (_, decision) = verdict(e);
     entry.decision = decision;
     e.rule().clone_into(&mut entry.rule);
     entry.reason = e.to_string();
-    let body = format!("agentcaps proxy: [{}] {e}\n", e.rule());
-    shared.log.push(entry);
+    entry.outcome = match decision {
+        ProxyDecision::Error => ProxyOutcome::Failed,
+        _ => ProxyOutcome::Done,
+    };
+}
+
+/// The answer to a refusal or failure: its status, `deny` or `error` and
+/// the rule in the body and headers; the connection closes after it.
+fn answer<B>(e: &EgressError) -> Response<Either<B, Full<Bytes>>> {
+    let (status, decision) = verdict(e);
+    let body = format!("agentcaps proxy: {decision} [{}] {e}\n", e.rule());
     let mut response = Response::new(Either::Right(Full::new(Bytes::from(body))));
     *response.status_mut() = status;
     let headers = response.headers_mut();
@@ -303,7 +373,41 @@ fn refusal(shared: &Shared, mut entry: ProxyEntry, e: &EgressError) -> Response<
     if let Ok(rule) = HeaderValue::from_str(e.rule()) {
         headers.insert(HeaderName::from_static("x-agentcaps-rule"), rule);
     }
+    if let Ok(decision) = HeaderValue::from_str(&decision.to_string()) {
+        headers.insert(HeaderName::from_static("x-agentcaps-decision"), decision);
+    }
     response
+}
+
+/// A refusal or failure decided before anything was dialled: logged
+/// finished, and answered.
+fn refusal<B>(
+    shared: &Shared,
+    mut entry: ProxyEntry,
+    e: &EgressError,
+) -> Response<Either<B, Full<Bytes>>> {
+    record(&mut entry, e);
+    shared.log.push(entry);
+    answer(e)
+}
+
+/// A failure after the decision to allow (the entry is logged already):
+/// completed, and answered.
+fn failed<B>(
+    logged: Logged,
+    address: Option<SocketAddr>,
+    e: &EgressError,
+) -> Response<Either<B, Full<Bytes>>> {
+    let mut outcome = ProxyOutcome::Failed;
+    logged.update(|entry| {
+        record(entry, e);
+        if address.is_some() {
+            entry.address = address;
+        }
+        outcome = entry.outcome;
+    });
+    logged.close(outcome);
+    answer(e)
 }
 
 /// A refusal of `url` by its judgement, logged under the host as a verdict
@@ -321,16 +425,7 @@ fn refused_url(
 }
 
 fn entry(kind: ProxyKind, method: &Method, host: &str, port: u16) -> ProxyEntry {
-    ProxyEntry {
-        kind,
-        method: method.to_string(),
-        host: host.to_owned(),
-        port,
-        address: None,
-        decision: ProxyDecision::Allow,
-        rule: String::new(),
-        reason: String::new(),
-    }
+    ProxyEntry::new(kind, method.as_str(), host, port)
 }
 
 /// Resolves once and judges every answer; the judged socket addresses.

@@ -11,16 +11,19 @@
 //! exchanges (a "would block" costs a system call more per message), so
 //! the copy stays.
 
-use hyper::upgrade::Upgraded;
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 /// Buffer of each direction.
 const BUFFER: usize = 256 * 1024;
 
-/// Relays between the client (its upgraded connection) and `upstream`.
-pub(super) async fn relay(client: Upgraded, mut upstream: TcpStream) {
-    let mut client = TokioIo::new(client);
-    let _ =
-        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, BUFFER, BUFFER).await;
+/// Relays between the client and `upstream` until both have finished
+/// sending (or either fails).
+pub(super) async fn relay<C, U>(client: &mut C, upstream: &mut U) -> std::io::Result<()>
+where
+    C: AsyncRead + AsyncWrite + Unpin + ?Sized,
+    U: AsyncRead + AsyncWrite + Unpin + ?Sized,
+{
+    tokio::io::copy_bidirectional_with_sizes(client, upstream, BUFFER, BUFFER)
+        .await
+        .map(|_| ())
 }

@@ -1,6 +1,6 @@
 //! `CONNECT` through the proxy: the target judged like an `https://` URL,
-//! the judged address dialled before the `200`, then bytes relayed both
-//! ways.
+//! logged, the judged address dialled before the `200`, then the tunnel
+//! carried ([`inside`](super::inside): TLS relayed, cleartext HTTP judged).
 
 use std::sync::Arc;
 
@@ -8,9 +8,12 @@ use bytes::Bytes;
 use http::{Method, Request, Response};
 use http_body_util::{Either, Full};
 use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
 
+use super::inside::{self, Target};
 use super::log::ProxyKind;
-use super::{ProxyBody, Shared, dial, entry, judge, refusal, refused_url, relay};
+use super::wire::Wire;
+use super::{ProxyBody, Shared, dial, entry, failed, judge, refusal, refused_url};
 use crate::error::EgressError;
 
 /// `CONNECT host:port`: judged as `https://host:port/` (every rule but
@@ -41,16 +44,28 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
         Ok(a) => a,
         Err(e) => return refusal(shared, log, &e),
     };
-    let (upstream, addr) = match dial(shared, &log.host, &url, &addrs).await {
+    let host = log.host.clone();
+    // Decided: logged before anything is dialled.
+    let logged = shared.log.open(log);
+    let (upstream, addr) = match dial(shared, &host, &url, &addrs).await {
         Ok(c) => c,
-        Err(e) => return refusal(shared, log, &e),
+        Err(e) => return failed(logged, None, &e),
     };
-    log.address = Some(addr);
-    shared.log.push(log);
+    logged.update(|e| e.address = Some(addr));
+    let shared = shared.clone();
     tokio::spawn(async move {
-        if let Ok(upgraded) = hyper::upgrade::on(req).await {
-            relay::relay(upgraded, upstream).await;
-        }
+        // A client that left before the `200`: the handle's drop says so.
+        let Ok(upgraded) = hyper::upgrade::on(req).await else {
+            return;
+        };
+        logged.update(|e| e.status = Some(200));
+        let upstream = Wire::new(upstream, logged.bytes().clone());
+        let target = Target {
+            host,
+            port: verdict.port(),
+        };
+        let outcome = inside::carry(&shared, TokioIo::new(upgraded), upstream, &target).await;
+        logged.close(outcome);
     });
     Response::new(Either::Right(Full::new(Bytes::new())))
 }

@@ -4,26 +4,12 @@
 //! origin-form request, `https://` in absolute form, a CONNECT without a
 //! port. None reaches the denied server; each is logged.
 
-use std::time::Duration;
-
 use agentcaps_egress::proxy::ProxyDecision;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 use crate::support::dns::{DnsServer, Rec};
 use crate::support::http::{Reply, handler};
 use crate::support::pair;
-use crate::{policy, proxy};
-
-/// Sends `request` raw and reads the answer (the proxy closes after a
-/// refusal; an allowed answer is read until `Connection: close` ends it).
-async fn raw(addr: std::net::SocketAddr, request: &str) -> String {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut out = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
-    String::from_utf8_lossy(&out).into_owned()
-}
+use crate::{policy, proxy, raw};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hand_written_requests_do_not_get_past_the_proxy() {

@@ -14,7 +14,10 @@ mod support;
 mod attacks;
 mod clients;
 mod forward;
+mod inside;
+mod limits;
 mod pip;
+mod record;
 mod rules;
 mod tunnel;
 // UNIX sockets: not on Windows.
@@ -25,6 +28,10 @@ mod unix;
 mod handoff;
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 use agentcaps_egress::EgressPolicyConfig;
 use agentcaps_egress::proxy::{Proxy, ProxyDecision, ProxyEntry, ProxyKind};
@@ -74,4 +81,25 @@ pub fn assert_refused(proxy: &Proxy, host: &str, kind: ProxyKind, rule: &str) {
         "{entry:#?}"
     );
     assert!(!entry.reason.is_empty());
+}
+
+/// Sends `request` raw and reads the answer (the proxy closes after a
+/// refusal; an allowed answer is read until `Connection: close` ends it).
+pub async fn raw(addr: SocketAddr, request: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Waits (at most five seconds) until `done` holds.
+pub async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{what}: not within five seconds");
 }

@@ -2,6 +2,8 @@
 //! the bytes a client sends right behind its `CONNECT` (before the `200`)
 //! delivered first, and each side's end of sending passed on while the
 //! other side goes on sending — over a TCP and a UNIX-socket listener.
+//! The bytes start as a TLS record does (a tunnel carries TLS, or HTTP
+//! that is judged: see `inside`).
 
 use agentcaps_egress::proxy::Proxy;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -12,7 +14,7 @@ use crate::support::dns::DnsServer;
 
 const UP: usize = 3 * 1024 * 1024 + 17;
 const DOWN: usize = 4 * 1024 * 1024 + 5;
-const EARLY: &[u8] = b"early bytes behind the CONNECT head";
+const EARLY: &[u8] = b"\x16\x03\x01early bytes behind the CONNECT head";
 
 fn pattern(len: usize, seed: usize) -> Vec<u8> {
     (0..len).map(|i| ((i * 7 + seed) % 251) as u8).collect()

@@ -106,12 +106,16 @@ pub(crate) fn run(args: &RunArgs) -> Outcome {
                 }
             }
             for c in result.connections.iter().flatten() {
-                if c.decision != "allow" {
-                    eprintln!(
-                        "agentcaps: network proxy refused {} {}:{} (rule {}): {}",
-                        c.method, c.host, c.port, c.rule, c.reason
-                    );
-                }
+                // A refusal is the policy's; anything else failed.
+                let what = match c.decision.as_str() {
+                    "allow" => continue,
+                    "deny" => "refused",
+                    _ => "could not complete",
+                };
+                eprintln!(
+                    "agentcaps: network proxy {what} {} {}:{} (rule {}): {}",
+                    c.method, c.host, c.port, c.rule, c.reason
+                );
             }
             if let Some(reason) = &result.enforced_reason {
                 eprintln!("agentcaps: enforcement {}: {reason}", result.enforced);
