@@ -51,12 +51,8 @@ impl CallLog {
 
     /// The line for `record` (without the newline).
     pub fn line(record: &CallRecord) -> String {
-        let ts = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis())
-            .unwrap_or(0);
         serde_json::json!({
-            "ts_ms": ts,
+            "ts_ms": now_ms(),
             "tool": record.tool,
             "decision": record.decision,
             "rule": record.rule,
@@ -67,7 +63,17 @@ impl CallLog {
 
     /// Writes one line for `record`. A failing log never fails the call.
     pub fn record(&self, record: &CallRecord) {
-        let line = Self::line(record);
+        self.write(&Self::line(record));
+    }
+
+    /// Writes one line for something the server decided outside a call
+    /// (such as a client root it ignored): `{"ts_ms", "event", "detail"}`.
+    pub fn event(&self, event: &str, detail: &str) {
+        let line = serde_json::json!({"ts_ms": now_ms(), "event": event, "detail": detail});
+        self.write(&line.to_string());
+    }
+
+    fn write(&self, line: &str) {
         match &self.sink {
             Sink::Stderr => {
                 let _ = writeln!(std::io::stderr().lock(), "{line}");
@@ -80,4 +86,11 @@ impl CallLog {
             Sink::Off => {}
         }
     }
+}
+
+fn now_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }

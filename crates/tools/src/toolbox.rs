@@ -16,6 +16,7 @@ use crate::files::FileTools;
 use crate::http::HttpTool;
 use crate::patch::PatchTool;
 use crate::policy_info::PolicyInfoOutput;
+use crate::roots;
 use crate::search;
 use crate::shell::ShellTool;
 use crate::stop::Stop;
@@ -109,6 +110,8 @@ pub struct Toolbox {
 }
 
 struct Inner {
+    /// The policy the tools were built from (client roots narrow it).
+    policy: Policy,
     files: FileTools,
     shell: ShellTool,
     http: HttpTool,
@@ -155,6 +158,7 @@ impl Toolbox {
             .collect();
         Ok(Self {
             inner: Arc::new(Inner {
+                policy: policy.clone(),
                 files,
                 shell,
                 http,
@@ -173,6 +177,24 @@ impl Toolbox {
     /// The directory relative paths are relative to.
     pub fn base(&self) -> &Path {
         self.inner.files.base()
+    }
+
+    /// The same tools confined to the intersection of this toolbox's roots
+    /// and a client's roots (`file:` URIs): file tools and commands reach
+    /// only directories both allow, never more. Returns the client roots
+    /// that were ignored (not a local directory, or outside every root),
+    /// each with why.
+    ///
+    /// # Errors
+    ///
+    /// As [`Toolbox::new`].
+    pub fn narrowed_to(
+        &self,
+        uris: &[String],
+    ) -> Result<(Self, Vec<(String, &'static str)>), ToolError> {
+        let narrowing = roots::narrow(&roots::policy_roots(&self.inner.policy)?, uris);
+        let policy = roots::narrowed_policy(&self.inner.policy, &narrowing);
+        Ok((Self::new(&policy, self.base())?, narrowing.ignored))
     }
 
     /// Calls the tool `name` with JSON `arguments` (an object; `null` reads
