@@ -1,5 +1,6 @@
 //! `agentcaps mcp` against the INDEPENDENT official Python MCP SDK
-//! (`tests/python/mcp_e2e.py` at the workspace root). This test fails — it
+//! (`tests/python/mcp_e2e.py` on stdio and `tests/python/mcp_http_e2e.py`
+//! over Streamable HTTP, at the workspace root). This test fails — it
 //! never skips — when the SDK cannot be had. It uses `AGENTCAPS_PYTHON` when
 //! set; otherwise `target/pyvenv`, which it creates and fills from PyPI
 //! (`tests/python/requirements.txt`, pinned) when the SDK is not there yet,
@@ -55,12 +56,9 @@ fn python() -> PathBuf {
     python
 }
 
-#[test]
-#[cfg_attr(
-    windows,
-    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3 (the rmcp client test drives the same server on Windows)"
-)]
-fn official_python_sdk_drives_every_tool() {
+/// Runs `tests/python/SCRIPT` with the SDK against the binary; it must
+/// report every check passed.
+fn run_script(script: &str) {
     let python = python();
     let probe = Command::new(&python)
         .args(["-c", "import mcp"])
@@ -72,7 +70,7 @@ fn official_python_sdk_drives_every_tool() {
         python.display(),
         String::from_utf8_lossy(&probe.stderr)
     );
-    let script = workspace().join("tests/python/mcp_e2e.py");
+    let script = workspace().join("tests/python").join(script);
     let out = Command::new(&python)
         .arg(&script)
         .arg(env!("CARGO_BIN_EXE_agentcaps"))
@@ -86,4 +84,24 @@ fn official_python_sdk_drives_every_tool() {
     );
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
     assert!(!stdout.contains("FAILED"), "{stdout}");
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3 (the rmcp client test drives the same server on Windows)"
+)]
+fn official_python_sdk_drives_every_tool() {
+    run_script("mcp_e2e.py");
+}
+
+/// Over Streamable HTTP: the tools, the Host/Origin/token gate, roots that
+/// narrow, progress, and both protocol versions.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3"
+)]
+fn official_python_sdk_over_http() {
+    run_script("mcp_http_e2e.py");
 }

@@ -200,7 +200,8 @@ async fn answer(
         ));
     }
     let (parts, body) = request.into_parts();
-    let body = if parts.method == Method::POST {
+    let method = parts.method.clone();
+    let body = if method == Method::POST {
         let bytes = match Limited::new(body, MAX_LINE_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e)
@@ -226,10 +227,16 @@ async fn answer(
     } else {
         Bytes::new()
     };
-    Ok(front
+    let mut response = front
         .service
         .handle(Request::from_parts(parts, Full::new(body)))
-        .await)
+        .await;
+    // A session ended by DELETE is done, not pending: 200, which clients
+    // expect (rmcp answers 202).
+    if method == Method::DELETE && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    Ok(response)
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
