@@ -490,9 +490,12 @@ impl FileTools {
         Ok(ReadManyFilesOutput { files })
     }
 
+    /// Writes the file unless the call is cancelled before the final rename
+    /// (then nothing lands and no temporary file stays).
     pub(crate) fn write_file(
         &self,
         input: &inputs::WriteFile,
+        stop: &Stop,
     ) -> Result<WriteFileOutput, ToolError> {
         const TOOL: &str = "write_file";
         let mode = if input.overwrite {
@@ -512,9 +515,19 @@ impl FileTools {
                 .create_dir_all(&self.base, parent)
                 .map_err(|e| self.refused(TOOL, e))?;
         }
-        self.beneath
-            .write(&self.base, &input.path, input.content.as_bytes(), mode)
+        let written = self
+            .beneath
+            .write_unless(
+                &self.base,
+                &input.path,
+                input.content.as_bytes(),
+                mode,
+                || stop.is_cancelled(),
+            )
             .map_err(|e| self.refused(TOOL, e))?;
+        if !written {
+            return Err(stop.error(TOOL));
+        }
         Ok(WriteFileOutput {
             path: input.path.clone(),
             bytes_written: input.content.len() as u64,

@@ -16,13 +16,16 @@ use agentcaps::paths::RootAccess;
 
 use crate::ToolError;
 
+/// Client roots not used, each with why.
+pub(crate) type Ignored = Vec<(String, &'static str)>;
+
 /// What narrowing did with the client's roots.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Narrowing {
     /// The effective roots, with their access, in the policy's order.
     pub(crate) roots: Vec<(PathBuf, RootAccess)>,
-    /// Client roots that are not used, each with why.
-    pub(crate) ignored: Vec<(String, &'static str)>,
+    /// Client roots that are not used.
+    pub(crate) ignored: Ignored,
 }
 
 /// The directory a root URI names: only absolute `file:` URIs count.

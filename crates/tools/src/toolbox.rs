@@ -188,10 +188,7 @@ impl Toolbox {
     /// # Errors
     ///
     /// As [`Toolbox::new`].
-    pub fn narrowed_to(
-        &self,
-        uris: &[String],
-    ) -> Result<(Self, Vec<(String, &'static str)>), ToolError> {
+    pub(crate) fn narrowed_to(&self, uris: &[String]) -> Result<(Self, roots::Ignored), ToolError> {
         let narrowing = roots::narrow(&roots::policy_roots(&self.inner.policy)?, uris);
         let policy = roots::narrowed_policy(&self.inner.policy, &narrowing);
         Ok((Self::new(&policy, self.base())?, narrowing.ignored))
@@ -295,7 +292,7 @@ impl Inner {
         match d.id {
             ToolId::ReadFile => answer(self.files.read_file(&args(d, arguments)?)),
             ToolId::ReadManyFiles => answer(self.files.read_many_files(&args(d, arguments)?, stop)),
-            ToolId::WriteFile => answer(self.files.write_file(&args(d, arguments)?)),
+            ToolId::WriteFile => answer(self.files.write_file(&args(d, arguments)?, stop)),
             ToolId::EditFile => answer(self.files.edit_file(&args(d, arguments)?)),
             ToolId::CreateDirectory => answer(self.files.create_directory(&args(d, arguments)?)),
             ToolId::MoveFile => answer(self.files.move_file(&args(d, arguments)?)),

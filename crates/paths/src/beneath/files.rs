@@ -138,15 +138,38 @@ impl Beneath {
         bytes: &[u8],
         mode: WriteMode,
     ) -> Result<(), PathError> {
+        self.write_unless(base, spelling, bytes, mode, || false)
+            .map(|_| ())
+    }
+
+    /// [`Beneath::write`], abandoned when `stopped()` is true just before
+    /// the final rename: the temporary file is removed, the target is left
+    /// as it was, and the answer is `Ok(false)`. `Ok(true)`: written.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`].
+    pub fn write_unless(
+        &self,
+        base: &Path,
+        spelling: &str,
+        bytes: &[u8],
+        mode: WriteMode,
+        stopped: impl Fn() -> bool,
+    ) -> Result<bool, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::Last)?;
         let (dir, name) = self.parent(&target)?;
         let staged = self.stage_in(&target, dir, name, bytes)?;
+        if stopped() {
+            self.discard(staged)?;
+            return Ok(false);
+        }
         let how = match mode {
             WriteMode::CreateNew => Rename::NoReplace,
             WriteMode::Overwrite => Rename::Replace,
         };
         let (dir, _, location) = self.put_in_place(staged, how, spelling)?;
-        self.sync_dir(&dir, &location)
+        self.sync_dir(&dir, &location).map(|()| true)
     }
 
     /// Create a directory and its missing parents, one component at a

@@ -195,7 +195,7 @@ mod tests {
             "localhost.evil",
             "[::2]:8000",
         ] {
-            let refused = g.judge(&headers(&[("host", host)])).err().expect(host);
+            let refused = g.judge(&headers(&[("host", host)])).expect_err(host);
             assert_eq!(refused.status, StatusCode::FORBIDDEN, "{host}");
         }
         assert!(g.judge(&headers(&[])).is_err(), "no Host at all");

@@ -360,6 +360,9 @@ fn judge(message: &Value) -> Result<Kind, String> {
             _ => Ok(Kind::Request),
         },
         Ok(_) => Ok(Kind::Request),
+        Err(_) if KNOWN_METHODS.contains(&method) => {
+            Err(invalid_params(&echo, method, message.get("params")))
+        }
         Err(e) => Err(invalid_request(&echo, &e.to_string())),
     }
 }
