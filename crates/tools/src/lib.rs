@@ -82,6 +82,7 @@ pub use error::{MAX_ERROR_CHARS, ToolError};
 pub use http::header_map;
 #[cfg(feature = "mcp")]
 pub use mcp::{HttpOptions, MCP_PATH, McpError, McpServer};
+pub use roots::IgnoredRoot;
 pub use shell::{AppliedChange, CommandChanges, CommandConnection, CommandOutput, RefusedChange};
 pub use stop::{DEFAULT_CALL_TIME, Stop};
 pub use toolbox::{CallRecord, ToolOutput, ToolSpec, Toolbox};

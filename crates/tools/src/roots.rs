@@ -16,8 +16,16 @@ use agentcaps::paths::RootAccess;
 
 use crate::ToolError;
 
-/// Client roots not used, each with why.
-pub(crate) type Ignored = Vec<(String, &'static str)>;
+/// A client root that narrowing did not use, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IgnoredRoot {
+    /// The root's URI as the client sent it.
+    pub uri: String,
+    /// Why it is not used: not a `file:` URI, not a local directory, or
+    /// outside the policy's roots.
+    pub reason: &'static str,
+}
 
 /// What narrowing did with the client's roots.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,7 +33,7 @@ pub(crate) struct Narrowing {
     /// The effective roots, with their access, in the policy's order.
     pub(crate) roots: Vec<(PathBuf, RootAccess)>,
     /// Client roots that are not used.
-    pub(crate) ignored: Ignored,
+    pub(crate) ignored: Vec<IgnoredRoot>,
 }
 
 /// The directory a root URI names: only absolute `file:` URIs count.
@@ -45,7 +53,10 @@ pub(crate) fn narrow(policy_roots: &[(PathBuf, RootAccess)], uris: &[String]) ->
     for uri in uris {
         match root_dir(uri) {
             Ok(dir) => dirs.push((uri, dir)),
-            Err(why) => narrowing.ignored.push((uri.clone(), why)),
+            Err(reason) => narrowing.ignored.push(IgnoredRoot {
+                uri: uri.clone(),
+                reason,
+            }),
         }
     }
     for (uri, dir) in &dirs {
@@ -53,9 +64,10 @@ pub(crate) fn narrow(policy_roots: &[(PathBuf, RootAccess)], uris: &[String]) ->
             .iter()
             .any(|(root, _)| dir.starts_with(root) || root.starts_with(dir))
         {
-            narrowing
-                .ignored
-                .push(((*uri).clone(), "outside the policy's roots"));
+            narrowing.ignored.push(IgnoredRoot {
+                uri: (*uri).clone(),
+                reason: "outside the policy's roots",
+            });
         }
     }
     for (root, access) in policy_roots {
@@ -138,7 +150,7 @@ mod tests {
         let n = narrow(&policy, &[uri(&root), uri(&root.join("elsewhere"))]);
         assert_eq!(n.roots, vec![(project, RootAccess::ReadWrite)]);
         assert_eq!(n.ignored.len(), 1, "{n:?}");
-        assert_eq!(n.ignored[0].1, "outside the policy's roots");
+        assert_eq!(n.ignored[0].reason, "outside the policy's roots");
     }
 
     #[test]

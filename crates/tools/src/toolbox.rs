@@ -16,7 +16,7 @@ use crate::files::FileTools;
 use crate::http::HttpTool;
 use crate::patch::PatchTool;
 use crate::policy_info::PolicyInfoOutput;
-use crate::roots;
+use crate::roots::{self, IgnoredRoot};
 use crate::search;
 use crate::shell::ShellTool;
 use crate::stop::Stop;
@@ -188,7 +188,7 @@ impl Toolbox {
     /// # Errors
     ///
     /// As [`Toolbox::new`].
-    pub(crate) fn narrowed_to(&self, uris: &[String]) -> Result<(Self, roots::Ignored), ToolError> {
+    pub fn narrowed_to(&self, uris: &[String]) -> Result<(Self, Vec<IgnoredRoot>), ToolError> {
         let narrowing = roots::narrow(&roots::policy_roots(&self.inner.policy)?, uris);
         let policy = roots::narrowed_policy(&self.inner.policy, &narrowing);
         Ok((Self::new(&policy, self.base())?, narrowing.ignored))

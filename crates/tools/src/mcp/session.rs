@@ -109,9 +109,9 @@ impl Session {
                 let uris: Vec<String> = list.roots.into_iter().map(|r| r.uri).collect();
                 match self.policy.toolbox.narrowed_to(&uris) {
                     Ok((toolbox, ignored)) => {
-                        for (uri, why) in ignored {
-                            let uri: String = uri.chars().take(300).collect();
-                            log.event("root-ignored", &format!("{uri}: {why}"));
+                        for root in ignored {
+                            let uri: String = root.uri.chars().take(300).collect();
+                            log.event("root-ignored", &format!("{uri}: {}", root.reason));
                         }
                         Roots::Narrowed(Arc::new(describe(toolbox)))
                     }
