@@ -147,6 +147,10 @@ impl McpServer {
                 Err(e) if is_transient(&e) => continue,
                 Err(e) => return Err(McpError::Run(e.to_string())),
             };
+            // An answer goes out in several writes (the stream's priming
+            // event, then the message): without this, Nagle's algorithm holds
+            // the last one for the client's delayed ACK, some 40 ms a call.
+            let _ = stream.set_nodelay(true);
             let front = Arc::clone(&front);
             tokio::spawn(async move {
                 let service =
