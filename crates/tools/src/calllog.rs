@@ -89,6 +89,13 @@ impl CallLog {
         self.write(&Self::approval_line(record));
     }
 
+    /// Writes one line for something the server decided outside a call
+    /// (such as a client root it ignored): `{"ts_ms", "event", "detail"}`.
+    pub fn event(&self, event: &str, detail: &str) {
+        let line = serde_json::json!({"ts_ms": now_ms(), "event": event, "detail": detail});
+        self.write(&line.to_string());
+    }
+
     fn write(&self, line: &str) {
         match &self.sink {
             Sink::Stderr => {

@@ -553,9 +553,12 @@ impl FileTools {
         Ok(ReadManyFilesOutput { files })
     }
 
+    /// Writes the file unless the call is cancelled before the final rename
+    /// (then nothing lands and no temporary file stays).
     pub(crate) fn write_file(
         &self,
         input: &inputs::WriteFile,
+        stop: &Stop,
     ) -> Result<WriteFileOutput, ToolError> {
         const TOOL: &str = "write_file";
         // Judged first (a refused path must not create parents); other
@@ -582,8 +585,17 @@ impl FileTools {
         };
         let written = self
             .beneath
-            .write_versioned(&self.base, &input.path, input.content.as_bytes(), mode)
+            .write_unless(
+                &self.base,
+                &input.path,
+                input.content.as_bytes(),
+                mode,
+                || stop.is_cancelled(),
+            )
             .map_err(|e| self.refused(TOOL, e))?;
+        let Some(written) = written else {
+            return Err(stop.error(TOOL));
+        };
         self.remember(&input.path, written);
         Ok(WriteFileOutput {
             path: input.path.clone(),

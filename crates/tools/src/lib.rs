@@ -73,6 +73,7 @@ pub mod inputs;
 mod mcp;
 mod patch;
 mod policy_info;
+mod roots;
 mod search;
 mod shell;
 mod stop;
@@ -88,7 +89,8 @@ pub use catalog::{TOOL_COUNT, TOOL_NAMES, ToolHints};
 pub use error::{MAX_ERROR_CHARS, ToolError};
 pub use http::header_map;
 #[cfg(feature = "mcp")]
-pub use mcp::{McpError, McpServer};
+pub use mcp::{HttpOptions, MCP_PATH, McpError, McpServer};
+pub use roots::IgnoredRoot;
 pub use shell::{AppliedChange, CommandChanges, CommandConnection, CommandOutput, RefusedChange};
 pub use stop::{DEFAULT_CALL_TIME, Stop};
 pub use toolbox::{CallRecord, ToolOutput, ToolSpec, Toolbox};

@@ -17,6 +17,7 @@ use crate::files::FileTools;
 use crate::http::HttpTool;
 use crate::patch::PatchTool;
 use crate::policy_info::PolicyInfoOutput;
+use crate::roots::{self, IgnoredRoot};
 use crate::search;
 use crate::shell::ShellTool;
 use crate::stop::Stop;
@@ -120,6 +121,8 @@ pub struct Toolbox {
 }
 
 struct Inner {
+    /// The policy the tools were built from (client roots narrow it).
+    policy: Policy,
     files: FileTools,
     shell: ShellTool,
     http: HttpTool,
@@ -167,6 +170,7 @@ impl Toolbox {
             .collect();
         Ok(Self {
             inner: Arc::new(Inner {
+                policy: policy.clone(),
                 files,
                 shell,
                 http,
@@ -207,6 +211,21 @@ impl Toolbox {
     /// The directory relative paths are relative to.
     pub fn base(&self) -> &Path {
         self.inner.files.base()
+    }
+
+    /// The same tools confined to the intersection of this toolbox's roots
+    /// and a client's roots (`file:` URIs): file tools and commands reach
+    /// only directories both allow, never more. Returns the client roots
+    /// that were ignored (not a local directory, or outside every root),
+    /// each with why.
+    ///
+    /// # Errors
+    ///
+    /// As [`Toolbox::new`].
+    pub fn narrowed_to(&self, uris: &[String]) -> Result<(Self, Vec<IgnoredRoot>), ToolError> {
+        let narrowing = roots::narrow(&roots::policy_roots(&self.inner.policy)?, uris);
+        let policy = roots::narrowed_policy(&self.inner.policy, &narrowing);
+        Ok((Self::new(&policy, self.base())?, narrowing.ignored))
     }
 
     /// Calls the tool `name` with JSON `arguments` (an object; `null` reads
@@ -379,7 +398,7 @@ impl Inner {
         match d.id {
             ToolId::ReadFile => answer(self.files.read_file(&args(d, arguments)?)),
             ToolId::ReadManyFiles => answer(self.files.read_many_files(&args(d, arguments)?, stop)),
-            ToolId::WriteFile => answer(self.files.write_file(&args(d, arguments)?)),
+            ToolId::WriteFile => answer(self.files.write_file(&args(d, arguments)?, stop)),
             ToolId::EditFile => answer(self.files.edit_file(&args(d, arguments)?)),
             ToolId::CreateDirectory => answer(self.files.create_directory(&args(d, arguments)?)),
             ToolId::MoveFile => answer(self.files.move_file(&args(d, arguments)?)),

@@ -1,5 +1,6 @@
 //! `agentcaps mcp` against the INDEPENDENT official Python MCP SDK
-//! (`tests/python/mcp_e2e.py` at the workspace root). This test fails — it
+//! (`tests/python/mcp_e2e.py` on stdio and `tests/python/mcp_http_e2e.py`
+//! over Streamable HTTP, at the workspace root). This test fails — it
 //! never skips — when the SDK cannot be had. It uses `AGENTCAPS_PYTHON` when
 //! set; otherwise `target/pyvenv`, which it creates and fills from PyPI
 //! (`tests/python/requirements.txt`, pinned) when the SDK is not there yet,
@@ -104,4 +105,15 @@ fn official_python_sdk_drives_every_tool() {
 )]
 fn official_python_sdk_answers_approval_questions() {
     run_script("mcp_approvals.py");
+}
+
+/// Over Streamable HTTP: the tools, the Host/Origin/token gate, roots that
+/// narrow, progress, and both protocol versions.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "needs a Windows Python with the MCP SDK; this machine has only Linux's python3"
+)]
+fn official_python_sdk_over_http() {
+    run_script("mcp_http_e2e.py");
 }

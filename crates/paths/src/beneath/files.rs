@@ -1,5 +1,6 @@
 //! Reading, writing, listing, renaming and removing beneath a root.
 
+use crate::Staged;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -212,9 +213,53 @@ impl Beneath {
         bytes: &[u8],
         mode: WriteMode,
     ) -> Result<Version, PathError> {
+        let staged = self.stage_for_write(base, spelling, bytes)?;
+        self.place_written(staged, mode, spelling)
+    }
+
+    /// [`Beneath::write_versioned`], abandoned when `stopped()` is true just
+    /// before the final rename: the temporary file is removed, the target
+    /// is left as it was, and the answer is `Ok(None)`; otherwise the
+    /// version written.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::write`].
+    pub fn write_unless(
+        &self,
+        base: &Path,
+        spelling: &str,
+        bytes: &[u8],
+        mode: WriteMode,
+        stopped: impl Fn() -> bool,
+    ) -> Result<Option<Version>, PathError> {
+        let staged = self.stage_for_write(base, spelling, bytes)?;
+        if stopped() {
+            self.discard(staged)?;
+            return Ok(None);
+        }
+        self.place_written(staged, mode, spelling).map(Some)
+    }
+
+    /// `bytes` staged beside the file `spelling` names (judged for writing).
+    fn stage_for_write(
+        &self,
+        base: &Path,
+        spelling: &str,
+        bytes: &[u8],
+    ) -> Result<Staged, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::Last)?;
         let (dir, name) = self.parent(&target)?;
-        let staged = self.stage_in(&target, dir, name, bytes)?;
+        self.stage_in(&target, dir, name, bytes)
+    }
+
+    /// Puts a staged write in place as `mode` says; the version written.
+    fn place_written(
+        &self,
+        staged: Staged,
+        mode: WriteMode,
+        spelling: &str,
+    ) -> Result<Version, PathError> {
         let written = staged.version();
         let over = match mode {
             WriteMode::CreateNew => Over::Nothing,

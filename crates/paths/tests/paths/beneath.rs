@@ -107,6 +107,32 @@ fn create_new_writes_once_then_reports_already_exists() {
 }
 
 #[test]
+fn a_write_stopped_before_the_rename_leaves_the_target_and_no_temporary() {
+    let f = fixture();
+    for mode in [WriteMode::CreateNew, WriteMode::Overwrite] {
+        let written = f
+            .files
+            .write_unless(&f.root, "stopped.txt", b"never", mode, || true)
+            .unwrap();
+        assert!(written.is_none());
+        assert!(!f.root.join("stopped.txt").exists());
+        let written = f
+            .files
+            .write_unless(&f.root, "a.txt", b"never", WriteMode::Overwrite, || true)
+            .unwrap();
+        assert!(written.is_none());
+        assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"inside");
+        assert_no_temp_files(&f.root);
+    }
+    let written = f
+        .files
+        .write_unless(&f.root, "go.txt", b"yes", WriteMode::CreateNew, || false)
+        .unwrap();
+    assert!(written.is_some());
+    assert_eq!(std::fs::read(f.root.join("go.txt")).unwrap(), b"yes");
+}
+
+#[test]
 fn overwrite_replaces_contents_and_keeps_the_mode() {
     let f = fixture();
     let path = f.root.join("a.txt");

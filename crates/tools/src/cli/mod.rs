@@ -53,7 +53,8 @@ Examples:
   agentcaps run --command 'ls -la src'
   agentcaps fetch https://docs.rs/
   git diff | agentcaps patch --dry-run -
-  agentcaps mcp --policy agentcaps.toml      # MCP server on stdio";
+  agentcaps mcp --policy agentcaps.toml      # MCP server on stdio
+  agentcaps mcp --http 127.0.0.1:8765        # MCP server at http://127.0.0.1:8765/mcp";
 
 /// agentcaps: let an LLM agent use files, a shell, the web and patches
 /// without reaching what it must not.
@@ -75,7 +76,7 @@ enum Command {
     Fetch(FetchArgs),
     /// Apply a unified diff or `*** Begin Patch` envelope atomically.
     Patch(PatchArgs),
-    /// Serve the tools over MCP on stdin/stdout (`agentcaps check policy` shows what they may do).
+    /// Serve the tools over MCP on stdin/stdout, or over HTTP with --http (`agentcaps check policy` shows what they may do).
     Mcp(McpArgs),
 }
 
@@ -200,6 +201,24 @@ pub(crate) struct McpArgs {
     /// Append the per-call log (JSON lines) to FILE instead of stderr.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Serve MCP over Streamable HTTP at http://ADDR:PORT/mcp instead of
+    /// stdio (port 0: any free port; the address is printed on stderr).
+    /// A non-loopback address needs --token-file.
+    #[arg(long, value_name = "ADDR:PORT")]
+    http: Option<std::net::SocketAddr>,
+    /// With --http: every request must carry `Authorization: Bearer <token>`,
+    /// the token being this file's content (surrounding whitespace ignored).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    token_file: Option<PathBuf>,
+    /// With --http: also accept requests from this browser origin
+    /// (`https://app.example.com:443`, `:*` for any port; repeatable).
+    /// Loopback origins are always accepted, others get 403.
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// With --http: also accept this `Host` name (repeatable). Loopback names
+    /// and the bound address are always accepted, others get 403.
+    #[arg(long, value_name = "HOST", requires = "http")]
+    allow_host: Vec<String>,
 }
 
 /// Runs the command line; returns the process exit code.
@@ -291,9 +310,16 @@ fn mcp_inner(args: &McpArgs) -> Result<(), Outcome> {
         .enable_all()
         .build()
         .map_err(|e| Outcome::failed("io", format!("cannot start the async runtime: {e}")))?;
+    let http = match args.http {
+        Some(addr) => Some((addr, http_options(args)?)),
+        None => None,
+    };
     rt.block_on(async {
         let toolbox = agentcaps_tools::Toolbox::new(&policy, &base)
             .map_err(|e| Outcome::usage(e.rule(), e.to_string()))?;
+        if let Some((addr, options)) = http {
+            return serve_http(addr, options, toolbox, log, &policy).await;
+        }
         // stderr only: stdout belongs to the protocol.
         eprintln!(
             "agentcaps mcp: serving {} tools over MCP on stdin/stdout, {} (see `agentcaps check policy`); waiting for a client, Ctrl-D to stop",
@@ -305,4 +331,59 @@ fn mcp_inner(args: &McpArgs) -> Result<(), Outcome> {
             .await
             .map_err(|e| Outcome::failed("mcp", e.to_string()))
     })
+}
+
+/// The HTTP options from the flags (the token read from its file).
+fn http_options(args: &McpArgs) -> Result<agentcaps_tools::HttpOptions, Outcome> {
+    let mut options = agentcaps_tools::HttpOptions::new();
+    if let Some(file) = &args.token_file {
+        let token = std::fs::read_to_string(file).map_err(|e| {
+            Outcome::usage(
+                "token-file",
+                format!("cannot read the token file {}: {e}", file.display()),
+            )
+        })?;
+        options = options.token(token.trim());
+    }
+    for origin in &args.allow_origin {
+        options = options.allow_origin(origin);
+    }
+    for host in &args.allow_host {
+        options = options.allow_host(host);
+    }
+    Ok(options)
+}
+
+async fn serve_http(
+    addr: std::net::SocketAddr,
+    options: agentcaps_tools::HttpOptions,
+    toolbox: agentcaps_tools::Toolbox,
+    log: agentcaps_tools::CallLog,
+    policy: &Policy,
+) -> Result<(), Outcome> {
+    // Refused before binding: nothing listens on an address it may not.
+    options
+        .check(addr)
+        .map_err(|e| Outcome::usage("http-token", e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Outcome::usage("http", format!("cannot listen on {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Outcome::failed("http", e.to_string()))?;
+    eprintln!(
+        "agentcaps mcp: serving {} tools over MCP at http://{bound}{}, {} (see `agentcaps check policy`){}",
+        toolbox.tools().len(),
+        agentcaps_tools::MCP_PATH,
+        policy.origin(),
+        if options.token.is_some() {
+            "; requests need the bearer token"
+        } else {
+            ""
+        }
+    );
+    agentcaps_tools::McpServer::new(toolbox, log)
+        .serve_http(listener, options)
+        .await
+        .map_err(|e| Outcome::failed("mcp", e.to_string()))
 }

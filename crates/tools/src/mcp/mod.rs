@@ -15,16 +15,21 @@
 //! but protocol messages ever goes to stdout.
 
 mod elicit;
+mod gate;
+mod http;
+mod progress;
+mod session;
 mod wire;
 
 use std::sync::Arc;
 
+#[allow(deprecated)] // logging: deprecated from 2026-07-28, served for the versions before
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value};
 
@@ -32,11 +37,14 @@ use crate::calllog::CallLog;
 use crate::toolbox::CallRecord;
 use crate::{Stop, ToolError, ToolHints, Toolbox};
 
-/// The MCP server: a [`Toolbox`] and a [`CallLog`].
+pub use http::{HttpOptions, MCP_PATH};
+use session::{Served, Session};
+
+/// The MCP server: a [`Toolbox`] and a [`CallLog`]. Each session (one on
+/// stdio, one per client over HTTP) has its own roots.
 #[derive(Clone)]
 pub struct McpServer {
-    toolbox: Arc<Toolbox>,
-    tools: Arc<Vec<Tool>>,
+    session: Arc<Session>,
     log: Arc<CallLog>,
 }
 
@@ -54,6 +62,10 @@ pub enum McpError {
     /// initialisation, or stdio failed).
     #[error("MCP session failed to start: {0}")]
     Start(String),
+    /// The HTTP server was refused: a non-loopback address without a
+    /// token, or an address that cannot be bound.
+    #[error("{0}")]
+    Refused(String),
     /// The session ended abnormally.
     #[error("MCP session ended with an error: {0}")]
     Run(String),
@@ -62,28 +74,17 @@ pub enum McpError {
 impl McpServer {
     /// A server for `toolbox`, logging each call to `log`.
     pub fn new(toolbox: Toolbox, log: CallLog) -> Self {
-        let tools = toolbox
-            .tools()
-            .iter()
-            .map(|spec| {
-                let schema = match &spec.input_schema {
-                    Value::Object(object) => object.clone(),
-                    _ => Map::new(),
-                };
-                let output = match &spec.output_schema {
-                    Value::Object(object) => object.clone(),
-                    _ => Map::new(),
-                };
-                Tool::new(spec.name, spec.description.clone(), schema)
-                    .with_title(spec.title)
-                    .with_raw_output_schema(Arc::new(output))
-                    .with_annotations(annotations(spec.title, spec.hints))
-            })
-            .collect();
         Self {
-            toolbox: Arc::new(toolbox),
-            tools: Arc::new(tools),
+            session: Arc::new(Session::new(Arc::new(served(toolbox)))),
             log: Arc::new(log),
+        }
+    }
+
+    /// The same server for another client: its own session, no roots yet.
+    fn for_new_session(&self) -> Self {
+        Self {
+            session: Arc::new(self.session.fresh()),
+            log: Arc::clone(&self.log),
         }
     }
 
@@ -110,17 +111,22 @@ impl McpServer {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let (read, write, pumps) = wire::checked(input, output);
-        let served = self.serve_transport(read, write).await;
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+            .with_max_line_length(wire::FORWARDED_LINE_BYTES);
+        let served = self.serve_transport(transport).await;
         pumps.finish().await;
         served
     }
 
     async fn serve_transport(
         self,
-        read: tokio::io::DuplexStream,
-        write: tokio::io::DuplexStream,
+        transport: rmcp::transport::async_rw::AsyncRwTransport<
+            RoleServer,
+            tokio::io::DuplexStream,
+            tokio::io::DuplexStream,
+        >,
     ) -> Result<(), McpError> {
-        let running = match self.serve((read, write)).await {
+        let running = match self.serve(transport).await {
             Ok(running) => running,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(McpError::Start(e.to_string())),
@@ -140,15 +146,37 @@ impl McpServer {
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
-        cancelled: impl std::future::Future<Output = ()>,
-        approver: &dyn crate::Approver,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let arguments = arguments.map_or(Value::Null, wire::restore_arguments);
         let stop = Stop::default();
         let started = std::time::Instant::now();
-        let call = self
-            .toolbox
-            .call_recorded_with(name, arguments, &stop, approver);
+        let cancelled = context.ct.cancelled_owned();
+        let _progress = (name == "shell_command")
+            .then(|| context.meta.get_progress_token())
+            .flatten()
+            .map(|token| progress::Ticker::start(context.peer.clone(), token));
+        let approver = elicit::ClientApprover::new(context.peer.clone());
+        let call = async {
+            match self.session.served(&context.peer).await {
+                Ok(served) => {
+                    served
+                        .toolbox
+                        .call_recorded_with(name, arguments, &stop, &approver)
+                        .await
+                }
+                Err(error) => {
+                    let record = CallRecord {
+                        tool: name.chars().take(100).collect(),
+                        decision: "error",
+                        rule: error.rule(),
+                        duration_ms: 0,
+                        approvals: Vec::new(),
+                    };
+                    (Err(error), record)
+                }
+            }
+        };
         let (result, record) = tokio::select! {
             done = call => done,
             () = cancelled => {
@@ -186,6 +214,29 @@ impl McpServer {
     }
 }
 
+/// The tools of `toolbox` as MCP describes them.
+fn served(toolbox: Toolbox) -> Served {
+    let tools = toolbox
+        .tools()
+        .iter()
+        .map(|spec| {
+            let schema = match &spec.input_schema {
+                Value::Object(object) => object.clone(),
+                _ => Map::new(),
+            };
+            let output = match &spec.output_schema {
+                Value::Object(object) => object.clone(),
+                _ => Map::new(),
+            };
+            Tool::new(spec.name, spec.description.clone(), schema)
+                .with_title(spec.title)
+                .with_raw_output_schema(Arc::new(output))
+                .with_annotations(annotations(spec.title, spec.hints))
+        })
+        .collect();
+    Served { toolbox, tools }
+}
+
 fn stop_error(name: &str, stop: &Stop) -> ToolError {
     let tool = crate::catalog::find(name).map_or("tools/call", |d| d.name);
     stop.error(tool)
@@ -207,8 +258,14 @@ fn annotations(title: &str, hints: ToolHints) -> ToolAnnotations {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging: see set_level
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
             .with_server_info(Implementation::new("agentcaps", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "File, shell, web and patch tools held to a policy. A refused call returns an error that says what was refused, the rule, and what is allowed instead.",
@@ -220,11 +277,33 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(
+            self.session.current().tools.clone(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|tool| tool.name == name).cloned()
+        let current = self.session.current();
+        current.tools.iter().find(|tool| tool.name == name).cloned()
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        // The server sends no log messages to the client (its log is the
+        // call log), so every level is already honoured.
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.session.refresh(&context.peer, &self.log, served).await;
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.session.refresh(&context.peer, &self.log, served).await;
     }
 
     async fn call_tool(
@@ -232,14 +311,8 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let approver = elicit::ClientApprover::new(context.peer.clone());
-        self.call(
-            &request.name,
-            request.arguments,
-            context.ct.cancelled_owned(),
-            &approver,
-        )
-        .await
-        .map(Into::into)
+        self.call(&request.name, request.arguments, context)
+            .await
+            .map(Into::into)
     }
 }
