@@ -267,6 +267,13 @@ pub struct Grammar {
     /// --source`). When one is present, operands are data; otherwise the
     /// first operand is the script.
     pub scripts: Vec<String>,
+    /// Options that give the script another way (`grep -f FILE`), or say
+    /// there is none (`rg --files`): with one of them, or one of
+    /// `scripts`, present, the first operand is data. Otherwise, in a
+    /// grammar with `scripts`, the first operand is the script (a `sed`
+    /// script, an `awk` program, a `grep` pattern): text, never judged as
+    /// a path.
+    pub script_elsewhere: Vec<String>,
     /// Options whose value is a directory the operands are copied into
     /// (`cp -t DIR`).
     pub target: Vec<String>,
@@ -506,6 +513,7 @@ impl Grammar {
         self.optional.extend(other.optional);
         self.either.extend(other.either);
         self.scripts.extend(other.scripts);
+        self.script_elsewhere.extend(other.script_elsewhere);
         self.target.extend(other.target);
         self.text.extend(other.text);
         self.remote.extend(other.remote);
@@ -556,6 +564,7 @@ fn validate_grammar(program: &str, grammar: &Grammar) -> Result<(), ShellError> 
         .entries()
         .map(|(e, _)| e)
         .chain(grammar.scripts.iter().map(String::as_str))
+        .chain(grammar.script_elsewhere.iter().map(String::as_str))
         .chain(grammar.target.iter().map(String::as_str))
         .chain(grammar.text.iter().map(String::as_str))
         .chain(grammar.remote.iter().map(String::as_str));

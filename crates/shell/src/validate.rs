@@ -24,7 +24,9 @@ use crate::identity::{identity, is_bare};
 use crate::launcher::{Launch, is_shell, launch, shell_reads_stdin};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
-use crate::rules::{ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules};
+use crate::rules::{
+    ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules, ScriptLanguage,
+};
 use crate::{remote, script, tokenize};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
@@ -470,6 +472,9 @@ fn judge_options(
                     .filter(|(entry, _)| grammar.remote.iter().any(|r| r == entry))
                     .map(|(_, value)| *value),
             )?;
+            if rules.script == Some(ScriptLanguage::Awk) {
+                judge_awk_outside_program(&segment.identity, grammar, &reading)?;
+            }
             if rules.script.is_some() {
                 scripts.extend(reading.scripts(grammar));
             }
@@ -498,6 +503,52 @@ fn judge_options(
                     reason: reason.to_owned(),
                 });
             }
+        }
+    }
+    Ok(())
+}
+
+/// What an awk command sets outside its program: one program text only
+/// (awk reads several pieces as one stream, whose tokens a piece-by-piece
+/// scan could read differently), and no `-v`/`--assign` value or
+/// `NAME=value` operand that sets the names through which awk chooses
+/// the files it reads.
+fn judge_awk_outside_program(
+    program: &str,
+    grammar: &Grammar,
+    reading: &grammar::Reading<'_>,
+) -> Result<(), ShellError> {
+    let from_options = reading
+        .values
+        .iter()
+        .any(|(entry, _)| grammar.scripts.iter().any(|s| s == entry));
+    let texts = reading.scripts(grammar);
+    if texts.len() > 1 {
+        return Err(ShellError::RefusedScript {
+            program: program.to_owned(),
+            script: texts.join("\n"),
+            reason: "comes in several pieces, which awk reads as one program; give it as one \
+                     program text"
+                .to_owned(),
+        });
+    }
+    let data = reading
+        .operands
+        .get(usize::from(!from_options)..)
+        .unwrap_or_default();
+    let assignments = reading
+        .values
+        .iter()
+        .filter(|(entry, _)| script::AWK_ASSIGNMENT_OPTIONS.contains(entry))
+        .map(|(_, value)| *value)
+        .chain(data.iter().copied());
+    for assignment in assignments {
+        if let Some(reason) = script::awk_assignment_refusal(assignment) {
+            return Err(ShellError::RefusedScript {
+                program: program.to_owned(),
+                script: assignment.to_owned(),
+                reason: reason.to_owned(),
+            });
         }
     }
     Ok(())
@@ -705,7 +756,11 @@ fn text_arguments(
     let Some(rules) = policy.rules.get(&work.identity) else {
         return Vec::new();
     };
-    let Some(grammar) = rules.grammar.as_ref().filter(|g| !g.text.is_empty()) else {
+    let Some(grammar) = rules
+        .grammar
+        .as_ref()
+        .filter(|g| !g.text.is_empty() || !g.scripts.is_empty())
+    else {
         return Vec::new();
     };
     let args = argv.get(work.start + 1..work.end).unwrap_or_default();
@@ -727,7 +782,7 @@ fn text_arguments(
             return Vec::new();
         };
         let mut here = vec![false; args.len()];
-        for &i in &reading.text {
+        for &i in reading.text.iter().chain(&reading.script_operand(grammar)) {
             if let Some(flag) = here.get_mut(i) {
                 *flag = true;
             }
