@@ -83,6 +83,7 @@
 mod budget;
 mod cluster;
 mod config;
+mod devices;
 mod env;
 mod error;
 mod grammar;

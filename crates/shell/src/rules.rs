@@ -283,10 +283,11 @@ pub struct Grammar {
     /// carrying one attached, is not judged as a path. Every other value
     /// is, as are operands.
     pub text: Vec<String>,
-    /// Set when the program reads a `NAME=value` operand as a variable it
-    /// expands (`make CC=cc`): the names that may be set. Another name, or
-    /// a value holding `$`, is refused: such a variable can choose the
-    /// program the makefile runs (`SHELL=`, `CC=`) or run one (`$(shell …)`).
+    /// Set when the program reads an operand holding `=` as a variable it
+    /// expands (`make CC=cc`, `make 'V!=cmd'`): the names that may be set.
+    /// Only `NAME=value` with a listed name and a value of letters, digits
+    /// and `._,+/-` is accepted: another variable can choose the program
+    /// the makefile runs (`SHELL=`, `CC=`) or run one (`$(shell …)`, `!=`).
     pub assignments: Option<Vec<String>>,
     /// Options whose value the program reads as another machine when it
     /// holds a `:` before its first `/` (`tar -f host:archive` runs a

@@ -27,7 +27,7 @@ use crate::request::{Command, CommandRequest, ValidatedCommand};
 use crate::rules::{
     ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules, ScriptLanguage,
 };
-use crate::{remote, script, tokenize};
+use crate::{devices, remote, script, tokenize};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
 const MAX_LAUNCHER_DEPTH: usize = 4;
@@ -554,22 +554,27 @@ fn judge_awk_outside_program(
     Ok(())
 }
 
-/// Refuse a `NAME=value` operand (a variable the program expands) unless
-/// `NAME` is one of `names` and the value expands nothing.
+/// Refuse an operand holding `=` (a variable the program expands: make
+/// reads every such operand as one, `V!=cmd`, `V?=x` and `V:=x` too)
+/// unless it is exactly `NAME=value` with `NAME` one of `names` and a value
+/// of letters, digits and `._,+/-` only, which expands and runs nothing.
 fn judge_assignments(program: &str, names: &[String], operands: &[&str]) -> Result<(), ShellError> {
     for operand in operands {
-        if !is_assignment(operand) {
+        let Some((name, value)) = operand.split_once('=') else {
             continue;
-        }
-        let (name, value) = operand.split_once('=').unwrap_or((operand, ""));
-        if names.iter().any(|n| n == name) && !value.contains('$') {
+        };
+        let plain_value = value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._,+/-".contains(c));
+        if names.iter().any(|n| n == name) && plain_value {
             continue;
         }
         let allowed = if names.is_empty() {
             "none can be set here".to_owned()
         } else {
             format!(
-                "only {} can be set, to values without `$`",
+                "only `NAME=value` with NAME one of {} and a value of letters, digits and \
+                 `._,+/-` can be set",
                 names.join(", ")
             )
         };
@@ -579,7 +584,7 @@ fn judge_assignments(program: &str, names: &[String], operands: &[&str]) -> Resu
             option: format!("{name}="),
             reason: format!(
                 "sets a variable the program expands, which can choose the program it runs \
-                 (`SHELL=`, `CC=`) or run one (`$(shell …)`); {allowed}"
+                 (`SHELL=`, `CC=`) or run one (`$(shell …)`, `V!=cmd`); {allowed}"
             ),
         });
     }
@@ -865,6 +870,11 @@ fn judge_paths(
                 .map(|(arg, name)| (*arg, name.as_str())),
         );
         for (arg, part) in all {
+            // `/dev/null` and the standard streams are accepted in every
+            // argument check (see `crate::devices`).
+            if devices::is_accepted_device(part) {
+                continue;
+            }
             if seen.insert(part) {
                 cost = cost.saturating_add(paths.spelled_cost(part));
                 if cost > LOOKUP_BUDGET {

@@ -17,6 +17,7 @@ pub(crate) const EXTRA: &[&str] = &[
     "rsync", "dash", "zsh", "ksh", "busybox", "flock", "taskset", "watch", "unshare", "setsid",
     "chrt", "ionice", "nsenter", "chroot", "strace", "gdb", "parallel", "entr", "script", "su",
     "doas", "pkexec", "runuser", "make", "du", "mkdir", "touch", "rm", "rmdir", "tee", "gmake",
+    "curl",
 ];
 
 pub(crate) struct Tree {
