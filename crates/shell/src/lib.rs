@@ -86,6 +86,7 @@ mod config;
 mod devices;
 mod env;
 mod error;
+mod git_paths;
 mod grammar;
 mod identity;
 mod launcher;
@@ -99,6 +100,7 @@ mod script;
 mod shells;
 mod tokenize;
 mod validate;
+mod value_files;
 
 #[cfg(feature = "runner")]
 pub mod kernel;

@@ -396,7 +396,7 @@ fn awk_tokens(program: &str) -> Result<(), &'static str> {
                     w if FILE_LIST_NAMES.contains(&w) => {
                         return Err(
                             "names ARGV, ARGC or SYMTAB, through which a program chooses \
-                                    the files awk reads; give the files as arguments",
+                                    the files awk reads (give them as arguments)",
                         );
                     }
                     "print" | "printf" => print_at = Some(open.len()),
