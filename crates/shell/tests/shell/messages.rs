@@ -104,7 +104,7 @@ fn refusal_messages() {
         (
             "copy_contents",
             "files",
-            CommandRequest::argv(["rsync", "-a", "sub/", "dst"]),
+            CommandRequest::argv(["rsync", "-a", "sub/", "./"]),
         ),
         (
             "remote_operand",
