@@ -3,7 +3,16 @@
 //! line by a command that runs a program is refused. (A judge that lost
 //! track of where it is — in a string, a regular expression, a comment, an
 //! `s` command — would let the appended command through.)
+//!
+//! Inputs that start with `g` are choices for a generator of scripts in the
+//! programs' own grammar (labels and `v` that end at whitespace or `;`,
+//! regexes after `print`, `~`, `(` or a condition, divisions after
+//! operands): the script with an attack command where the program reads a
+//! command is refused, and the same script without it is accepted.
 #![no_main]
+
+#[path = "shared/script_gen.rs"]
+mod script_gen;
 
 use std::sync::OnceLock;
 
@@ -33,6 +42,10 @@ fn decide(program: &str, script: &str) -> Option<Option<&'static str>> {
 }
 
 fuzz_target!(|data: &[u8]| {
+    if let Some(choices) = data.strip_prefix(b"g") {
+        generated(choices);
+        return;
+    }
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
@@ -75,4 +88,20 @@ impl SplitFirst for str {
         let first = chars.next()?;
         Some((first, chars.as_str()))
     }
+}
+
+/// The generator's oracle (see the crate docs).
+fn generated(choices: &[u8]) {
+    let mut c = script_gen::Choices(choices);
+    let Some((program, safe, attacked)) = script_gen::generate(&mut c) else {
+        return;
+    };
+    let Some(decision) = decide(program, &safe) else {
+        return;
+    };
+    assert_eq!(decision, None, "{program} refused the harmless {safe:?}");
+    assert!(
+        matches!(decide(program, &attacked), Some(Some(_))),
+        "{program} accepted {attacked:?}, which runs a command or writes a file"
+    );
 }

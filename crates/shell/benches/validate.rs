@@ -42,6 +42,18 @@ const GRAMMAR: &[&str] = &[
     "bash -eu notes.txt",
 ];
 
+/// Commands whose scripts, patterns and option values are read by the
+/// programs' own grammars: sed labels, awk regexes after `print`, patterns
+/// as text, curl's files, git object names.
+const READ_INSIDE: &[&str] = &[
+    "sed -n ':a;/foo/p;ta' notes.txt",
+    "awk '/x/ { print $1 / 2, /#/ }' notes.txt",
+    "grep -rn /api/v1 src",
+    "curl -sS -o /dev/null -d @notes.txt http://127.0.0.1:9/",
+    "git show HEAD:src/main.rs",
+    "find . -perm /u+x -name '*.rs'",
+];
+
 /// git commands: each subcommand reads its options with its own grammar
 /// (log's lists over 200 options), and what clone writes is judged.
 const GIT: &[&str] = &[
@@ -81,6 +93,7 @@ fn benches(c: &mut Criterion) {
         .allow_command("touch")
         .allow_command("rm")
         .allow_command("bash")
+        .allow_command("curl")
         .path_policy(PathPolicy::builder().allow(&root).build().expect("paths"))
         .build()
         .expect("policy");
@@ -130,11 +143,28 @@ fn benches(c: &mut Criterion) {
             }
         });
     });
+    let inside: Vec<CommandRequest> = READ_INSIDE
+        .iter()
+        .map(|l| CommandRequest::line(*l))
+        .collect();
+    for req in &inside {
+        policy
+            .validate(req)
+            .expect("commands read inside are allowed");
+    }
+    group.bench_function("validate_read_inside_command_avg_of_6", |b| {
+        b.iter(|| {
+            for req in &inside {
+                black_box(policy.validate(black_box(req)).ok());
+            }
+        });
+    });
     for (line, req) in TYPICAL
         .iter()
         .zip(&requests)
         .chain(GRAMMAR.iter().zip(&grammar))
         .chain(GIT.iter().zip(&git))
+        .chain(READ_INSIDE.iter().zip(&inside))
     {
         group.bench_function(format!("validate `{line}`"), |b| {
             b.iter(|| black_box(policy.validate(black_box(req)).ok()));

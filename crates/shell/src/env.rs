@@ -134,6 +134,26 @@ const REFUSED_NAMES: &[(&str, &str)] = &[
     ("AR", "build tools run the archiver it names"),
     ("CPP", "build tools run the preprocessor it names"),
     ("MAKEFLAGS", "make reads options (files to run) from it"),
+    (
+        "MAKEFILES",
+        "make reads the makefiles it names, whose recipes run",
+    ),
+    (
+        "RUSTUP_TOOLCHAIN",
+        "rustup runs the toolchain it names, which may be any directory of programs",
+    ),
+    (
+        "RUSTUP_HOME",
+        "rustup runs the toolchains (and reads the settings) it holds",
+    ),
+    (
+        "GIT_DIR",
+        "git reads the repository it names, whose configuration runs programs",
+    ),
+    (
+        "GIT_WORK_TREE",
+        "git writes the work tree it names, which no argument check judges",
+    ),
     ("MFLAGS", "make reads options from it"),
     ("GNUMAKEFLAGS", "make reads options from it"),
     ("SHELL", "programs run it as the shell"),
@@ -663,6 +683,24 @@ mod tests {
         }
         assert!(check_agent_variable("CARGO_TARGET_DIR", "t").is_ok());
         assert!(check_agent_variable("CARGO_RUNNER_X", "t").is_ok());
+    }
+
+    #[test]
+    fn variables_that_choose_makefiles_toolchains_and_repositories_are_refused() {
+        for name in [
+            "MAKEFILES",
+            "makefiles",
+            "RUSTUP_TOOLCHAIN",
+            "RUSTUP_HOME",
+            "CARGO_HOME",
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER",
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+        ] {
+            let err = check_agent_variable(name, "x").unwrap_err();
+            assert_eq!(err.rule(), "env-var", "{name}");
+        }
+        assert!(check_agent_variable("RUSTUP_LOG", "debug").is_ok());
     }
 
     #[test]

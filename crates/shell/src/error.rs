@@ -134,7 +134,8 @@ pub enum ShellError {
     #[error(
         "refused `{source_spelling}` for `{program}` (rule copy-contents): it copies the contents \
          of a directory into `{target}`, under names the command line does not show, so they \
-         cannot be judged; name the directory itself, without a trailing `/` or `/.`"
+         cannot be judged; name the directory itself (without a trailing `/` or `/.`), or copy \
+         into a directory below the working directory and outside `.git`"
     )]
     CopyContents {
         /// The program's identity.

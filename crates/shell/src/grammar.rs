@@ -16,6 +16,8 @@ use crate::rules::{Grammar, Kind, OptionRule, Spelling};
 pub(crate) struct Reading<'a> {
     /// Operands, in order (after `--` too).
     pub(crate) operands: Vec<&'a str>,
+    /// Where each operand is (an index into the arguments).
+    pub(crate) operand_at: Vec<usize>,
     /// Every option met, as its grammar entry spells it.
     pub(crate) options: Vec<&'a str>,
     /// Option values, with the grammar entry of their option.
@@ -42,6 +44,26 @@ impl<'a> Reading<'a> {
             self.operands.first().copied().into_iter().collect()
         } else {
             found
+        }
+    }
+
+    /// Where the script is when it is the first operand: no script option
+    /// and no option that gives the script another way was met.
+    pub(crate) fn script_operand(&self, grammar: &Grammar) -> Option<usize> {
+        if grammar.scripts.is_empty() {
+            return None;
+        }
+        let elsewhere = self.options.iter().any(|option| {
+            grammar
+                .scripts
+                .iter()
+                .chain(&grammar.script_elsewhere)
+                .any(|s| s == option)
+        });
+        if elsewhere {
+            None
+        } else {
+            self.operand_at.first().copied()
         }
     }
 
@@ -101,7 +123,14 @@ pub(crate) fn read<'a>(
         Kind::Either => either_value,
         Kind::Flag | Kind::Optional => false,
     };
-    let is_text = |entry: &str| grammar.text.iter().any(|t| t == entry);
+    // A script (`sed -e`, `grep -e`) is text as well.
+    let is_text = |entry: &str| {
+        grammar
+            .text
+            .iter()
+            .chain(&grammar.scripts)
+            .any(|t| t == entry)
+    };
     let mut out = Reading::default();
     let mut pending: Vec<&'a str> = Vec::new();
     let mut options_done = false;
@@ -118,6 +147,7 @@ pub(crate) fn read<'a>(
         }
         if options_done {
             out.operands.push(arg);
+            out.operand_at.push(i - 1);
             if !grammar.subcommands.is_empty() {
                 // `git -- log`: the subcommand comes after `--` too.
                 out.subcommand = Some(i - 1);
@@ -152,6 +182,7 @@ pub(crate) fn read<'a>(
         match shape(arg, old_style) {
             Shape::Operand => {
                 out.operands.push(arg);
+                out.operand_at.push(i - 1);
                 if !grammar.subcommands.is_empty() {
                     out.subcommand = Some(i - 1);
                     return Ok(out);
@@ -218,6 +249,9 @@ pub(crate) fn read<'a>(
                             }
                             if next.2 {
                                 i += 1;
+                            }
+                            if next.1.is_some() && is_text(next.0) {
+                                out.text.push(i - 1);
                             }
                         }
                         break;

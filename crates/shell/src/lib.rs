@@ -54,7 +54,15 @@
 //! # Security
 //!
 //! Without a path policy, arguments are not looked at as files: an allowed
-//! `cat` reads anything this process can. The `development` preset
+//! `cat` reads anything this process can. With one, paths inside arguments
+//! are judged too (`git show HEAD:.env`, `curl -d @.env`, a `file://` URL),
+//! but a secret that was ever committed stays in the history: `git log -p`
+//! and `git show REV` print whole commits, whose contents no path check
+//! sees. Scripts, programs and patterns (`sed -n /foo/p`, `grep -rn
+//! /api/v1 src`) are text; the `sed`/`awk` scanners read them by the
+//! programs' grammars and refuse what they cannot read with confidence,
+//! and [`ValidatedCommand::runs_programs`] says when a program needs to
+//! start no other, so a runner can deny it that. The `development` preset
 //! ([`danger::development`]) is **not a sandbox**: its programs run
 //! arbitrary code by design and it inherits the whole environment. Hard
 //! links cannot be seen by any path check. Argument checks judge what a
@@ -83,8 +91,10 @@
 mod budget;
 mod cluster;
 mod config;
+mod devices;
 mod env;
 mod error;
+mod git_paths;
 mod grammar;
 mod identity;
 mod launcher;
@@ -97,6 +107,7 @@ mod script;
 mod shells;
 mod tokenize;
 mod validate;
+mod value_files;
 mod waiver;
 
 #[cfg(feature = "runner")]

@@ -112,6 +112,7 @@ pub struct ValidatedCommand {
     pub(crate) lookups: u64,
     pub(crate) timeout: Duration,
     pub(crate) stdin: Option<Vec<u8>>,
+    pub(crate) runs_programs: bool,
 }
 
 impl ValidatedCommand {
@@ -154,5 +155,17 @@ impl ValidatedCommand {
     /// The timeout it will run under.
     pub fn timeout(&self) -> Duration {
         self.timeout
+    }
+
+    /// Whether the command may start other programs. `false` only when
+    /// one program runs (no launcher around it), its rule table says it
+    /// runs nothing by itself (`runs_programs = false`: `cat`, `grep`,
+    /// `sed`, `find`, …) and none of the options that make it start
+    /// programs (the table's `starts_programs`: `find -exec`, `rg -z`) was
+    /// given. A runner may then let it execute nothing but its own file
+    /// (and the loader), so that a command its script scan missed (a `sed`
+    /// `e`, an `awk` `system()`) fails inside.
+    pub fn runs_programs(&self) -> bool {
+        self.runs_programs
     }
 }

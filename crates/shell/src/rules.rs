@@ -76,6 +76,35 @@ pub struct ProgramRules {
     /// clear it.
     #[serde(default)]
     pub refuse_remote: bool,
+    /// The program reads paths inside its arguments as git does: the
+    /// `PATH` of an object name (`REV:PATH`, `:PATH`, `:N:PATH`, `-L
+    /// …:PATH`) and the path of a `file://` URL are judged too (`git show
+    /// HEAD:.env` is refused as `blocked`).
+    #[serde(default)]
+    pub object_names: bool,
+    /// The program opens `file://` URLs (curl): the path of each is judged,
+    /// for writing (it may upload to it).
+    #[serde(default)]
+    pub file_urls: bool,
+    /// Whether the program may start other programs. `false` says it runs
+    /// nothing by itself (`cat`, `grep`, `sed`, `find` without `-exec`):
+    /// [`ValidatedCommand::runs_programs`](crate::ValidatedCommand::runs_programs)
+    /// is then `false` unless an option of `starts_programs` was given, and
+    /// the kernel layer may deny it every execution but its own. A host
+    /// can clear it (a table added for the same program), never set it.
+    #[serde(default = "yes")]
+    pub runs_programs: bool,
+    /// Options that make a program whose table says `runs_programs =
+    /// false` start programs after all (`find -exec`, `rg -z`, which runs
+    /// decompressors, `install -s`, which runs `strip`), in the spellings
+    /// of `refuse` rules: found anywhere in a cluster, on any prefix, after
+    /// `--` too.
+    #[serde(default)]
+    pub starts_programs: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl ProgramRules {
@@ -93,6 +122,10 @@ impl ProgramRules {
             grammar: None,
             copy: false,
             refuse_remote: false,
+            object_names: false,
+            file_urls: false,
+            runs_programs: true,
+            starts_programs: Vec::new(),
         }
     }
 
@@ -267,6 +300,13 @@ pub struct Grammar {
     /// --source`). When one is present, operands are data; otherwise the
     /// first operand is the script.
     pub scripts: Vec<String>,
+    /// Options that give the script another way (`grep -f FILE`), or say
+    /// there is none (`rg --files`): with one of them, or one of
+    /// `scripts`, present, the first operand is data. Otherwise, in a
+    /// grammar with `scripts`, the first operand is the script (a `sed`
+    /// script, an `awk` program, a `grep` pattern): text, never judged as
+    /// a path.
+    pub script_elsewhere: Vec<String>,
     /// Options whose value is a directory the operands are copied into
     /// (`cp -t DIR`).
     pub target: Vec<String>,
@@ -276,15 +316,31 @@ pub struct Grammar {
     /// carrying one attached, is not judged as a path. Every other value
     /// is, as are operands.
     pub text: Vec<String>,
-    /// Set when the program reads a `NAME=value` operand as a variable it
-    /// expands (`make CC=cc`): the names that may be set. Another name, or
-    /// a value holding `$`, is refused: such a variable can choose the
-    /// program the makefile runs (`SHELL=`, `CC=`) or run one (`$(shell …)`).
+    /// Set when the program reads an operand holding `=` as a variable it
+    /// expands (`make CC=cc`, `make 'V!=cmd'`): the names that may be set.
+    /// Only `NAME=value` with a listed name and a value of letters, digits
+    /// and `._,+/-` is accepted: another variable can choose the program
+    /// the makefile runs (`SHELL=`, `CC=`) or run one (`$(shell …)`, `!=`).
     pub assignments: Option<Vec<String>>,
     /// Options whose value the program reads as another machine when it
     /// holds a `:` before its first `/` (`tar -f host:archive` runs a
     /// remote shell): such values are refused (`remote-operand`).
     pub remote: Vec<String>,
+    /// Options whose value names a file to read after its first `@`
+    /// (curl `-d @F`, `--data-urlencode name@F`, `-H @F`): that file is
+    /// judged too, in every spelling of the option.
+    pub at_files: Vec<String>,
+    /// Options whose value names files after `=@` or `=<` (curl `-F
+    /// name=@F;type=text/plain`, `name=<F`): the name, whole and each piece
+    /// of its `;`/`,` list without quotes, is judged.
+    pub form_files: Vec<String>,
+    /// Options whose value is a file the program writes (curl `-o`, `-c`):
+    /// judged for writing.
+    pub written: Vec<String>,
+    /// Options whose value the program expands as a pattern of file names
+    /// (curl `-T '{a,b}'`, `-T 'f[1-3]'`): a value holding `{` or `[` names
+    /// files nobody can judge, and is refused.
+    pub patterns: Vec<String>,
     /// A short option whose value names a long option (`awk -W version`,
     /// `-W exec file`).
     pub long_via: Option<char>,
@@ -333,6 +389,10 @@ pub struct Subcommand {
     /// line does not show. Such a directory inside a `.git` directory is
     /// refused, as git reads names there as its own configuration and hooks.
     pub writes_repository: bool,
+    /// It writes its remote (`git push`): the first operand and the value
+    /// of `--repo`, when they name a local directory (a path or a
+    /// `file://` URL), are judged for writing.
+    pub writes_remote: bool,
 }
 
 /// What a subcommand writes when the command line does not name it.
@@ -377,6 +437,7 @@ impl Subcommand {
             self.writes_default = other.writes_default;
         }
         self.writes_repository |= other.writes_repository;
+        self.writes_remote |= other.writes_remote;
     }
 }
 
@@ -469,6 +530,10 @@ impl RuleSet {
                 }
                 existing.copy |= table.copy;
                 existing.refuse_remote |= table.refuse_remote;
+                existing.object_names |= table.object_names;
+                existing.file_urls |= table.file_urls;
+                existing.runs_programs &= table.runs_programs;
+                existing.starts_programs.extend(table.starts_programs);
                 existing.aliases.extend(table.aliases);
                 match (&mut existing.grammar, table.grammar) {
                     (Some(mine), Some(theirs)) => mine.extend(theirs),
@@ -506,9 +571,14 @@ impl Grammar {
         self.optional.extend(other.optional);
         self.either.extend(other.either);
         self.scripts.extend(other.scripts);
+        self.script_elsewhere.extend(other.script_elsewhere);
         self.target.extend(other.target);
         self.text.extend(other.text);
         self.remote.extend(other.remote);
+        self.at_files.extend(other.at_files);
+        self.form_files.extend(other.form_files);
+        self.written.extend(other.written);
+        self.patterns.extend(other.patterns);
         match (&mut self.assignments, other.assignments) {
             (Some(mine), Some(theirs)) => mine.extend(theirs),
             (mine @ None, theirs) => *mine = theirs,
@@ -556,9 +626,14 @@ fn validate_grammar(program: &str, grammar: &Grammar) -> Result<(), ShellError> 
         .entries()
         .map(|(e, _)| e)
         .chain(grammar.scripts.iter().map(String::as_str))
+        .chain(grammar.script_elsewhere.iter().map(String::as_str))
         .chain(grammar.target.iter().map(String::as_str))
         .chain(grammar.text.iter().map(String::as_str))
-        .chain(grammar.remote.iter().map(String::as_str));
+        .chain(grammar.remote.iter().map(String::as_str))
+        .chain(grammar.at_files.iter().map(String::as_str))
+        .chain(grammar.form_files.iter().map(String::as_str))
+        .chain(grammar.written.iter().map(String::as_str))
+        .chain(grammar.patterns.iter().map(String::as_str));
     for entry in lists {
         let ok = matches!(
             Spelling::parse(entry),

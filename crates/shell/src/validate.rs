@@ -14,7 +14,7 @@ use std::time::Duration;
 use agentcaps_paths::{Access, Budget, FileSystem, PathError, PathPolicy};
 
 use crate::budget::LowerBound;
-use crate::cluster::{Conditions, parts, path_spellings, refused, refused_with};
+use crate::cluster::{Conditions, parts, path_spellings, refused, refused_by, refused_with};
 use crate::env::{
     absolute_path_entries, append_git_safety, check_agent_variable, child_environment, inheritable,
 };
@@ -24,9 +24,12 @@ use crate::identity::{identity, is_bare};
 use crate::launcher::{Launch, is_shell, launch, shell_reads_stdin};
 use crate::policy::{LOOKUP_BUDGET, MAX_ARGUMENT_CHARS, MAX_STDIN_BYTES, ShellPolicy, normalize};
 use crate::request::{Command, CommandRequest, ValidatedCommand};
-use crate::rules::{ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules};
+use crate::rules::{
+    ArgumentAccess, Arguments, DefaultWrite, Grammar, OptionRule, ProgramRules, ScriptLanguage,
+    Subcommand,
+};
 use crate::waiver::Waivers;
-use crate::{remote, script, tokenize};
+use crate::{devices, git_paths, remote, script, tokenize, value_files};
 
 /// How deep launchers may nest (`nice timeout 5 env cat`).
 const MAX_LAUNCHER_DEPTH: usize = 4;
@@ -229,6 +232,10 @@ fn validate_at(
         }
     }
 
+    let runs_programs = match segments.as_slice() {
+        [only] => starts_programs(policy, &argv, only, when),
+        _ => true,
+    };
     let requested = request.timeout_ms.map(Duration::from_millis);
     let timeout = requested.map_or(policy.timeout, |t| t.min(policy.timeout));
     Ok(ValidatedCommand {
@@ -239,6 +246,41 @@ fn validate_at(
         lookups,
         timeout,
         stdin,
+        runs_programs,
+    })
+}
+
+/// Whether the one program of a command may start others: unless its
+/// table says it runs nothing by itself and none of the table's
+/// `starts_programs` options is given (in any spelling a refusal would
+/// catch).
+fn starts_programs(
+    policy: &ShellPolicy,
+    argv: &[String],
+    work: &Segment,
+    when: Conditions,
+) -> bool {
+    let Some(rules) = policy.rules.get(&work.identity) else {
+        return true;
+    };
+    if rules.runs_programs {
+        return true;
+    }
+    let starting: Vec<OptionRule> = rules
+        .starts_programs
+        .iter()
+        .map(|option| OptionRule::new(option.clone(), "starts a program"))
+        .collect();
+    let args = argv.get(work.start + 1..work.end).unwrap_or_default();
+    args.iter().enumerate().any(|(i, arg)| {
+        refused_by(
+            &starting,
+            &rules.text_value,
+            arg,
+            rules.bundled_first && i == 0,
+            when,
+        )
+        .is_some()
     })
 }
 
@@ -438,21 +480,8 @@ fn judge_options(
     if let Some(grammar) = &rules.grammar {
         // Programs that ship in variants reading an option differently
         // (BSD `sed -l` vs GNU `sed -l N`) are read both ways.
-        let readings: &[bool] = if grammar.either.is_empty() {
-            &[false]
-        } else {
-            &[false, true]
-        };
-        for &either in readings {
-            let reading = grammar::read(
-                grammar,
-                &rules.refuse,
-                when,
-                args,
-                rules.bundled_first,
-                either,
-            )
-            .map_err(|p| problem(&segment.identity, grammar, p))?;
+        for reading in every_reading(rules, grammar, args, when) {
+            let reading = reading.map_err(|p| problem(&segment.identity, grammar, p))?;
             if let Some(names) = &grammar.assignments {
                 judge_assignments(&segment.identity, names, &reading.operands)?;
             }
@@ -478,6 +507,9 @@ fn judge_options(
                     .filter(|(entry, _)| grammar.remote.iter().any(|r| r == entry))
                     .map(|(_, value)| *value),
             )?;
+            if rules.script == Some(ScriptLanguage::Awk) {
+                judge_awk_outside_program(&segment.identity, grammar, &reading)?;
+            }
             if rules.script.is_some() {
                 scripts.extend(reading.scripts(grammar));
             }
@@ -511,22 +543,73 @@ fn judge_options(
     Ok(())
 }
 
-/// Refuse a `NAME=value` operand (a variable the program expands) unless
-/// `NAME` is one of `names` and the value expands nothing.
+/// What an awk command sets outside its program: one program text only
+/// (awk reads several pieces as one stream, whose tokens a piece-by-piece
+/// scan could read differently), and no `-v`/`--assign` value or
+/// `NAME=value` operand that sets the names through which awk chooses
+/// the files it reads.
+fn judge_awk_outside_program(
+    program: &str,
+    grammar: &Grammar,
+    reading: &grammar::Reading<'_>,
+) -> Result<(), ShellError> {
+    let from_options = reading
+        .values
+        .iter()
+        .any(|(entry, _)| grammar.scripts.iter().any(|s| s == entry));
+    let texts = reading.scripts(grammar);
+    if texts.len() > 1 {
+        return Err(ShellError::RefusedScript {
+            program: program.to_owned(),
+            script: texts.join("\n"),
+            reason: "comes in several pieces, which awk reads as one program; give it as one \
+                     program text"
+                .to_owned(),
+        });
+    }
+    let data = reading
+        .operands
+        .get(usize::from(!from_options)..)
+        .unwrap_or_default();
+    let assignments = reading
+        .values
+        .iter()
+        .filter(|(entry, _)| script::AWK_ASSIGNMENT_OPTIONS.contains(entry))
+        .map(|(_, value)| *value)
+        .chain(data.iter().copied());
+    for assignment in assignments {
+        if let Some(reason) = script::awk_assignment_refusal(assignment) {
+            return Err(ShellError::RefusedScript {
+                program: program.to_owned(),
+                script: assignment.to_owned(),
+                reason: reason.to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuse an operand holding `=` (a variable the program expands: make
+/// reads every such operand as one, `V!=cmd`, `V?=x` and `V:=x` too)
+/// unless it is exactly `NAME=value` with `NAME` one of `names` and a value
+/// of letters, digits and `._,+/-` only, which expands and runs nothing.
 fn judge_assignments(program: &str, names: &[String], operands: &[&str]) -> Result<(), ShellError> {
     for operand in operands {
-        if !is_assignment(operand) {
+        let Some((name, value)) = operand.split_once('=') else {
             continue;
-        }
-        let (name, value) = operand.split_once('=').unwrap_or((operand, ""));
-        if names.iter().any(|n| n == name) && !value.contains('$') {
+        };
+        let plain_value = value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._,+/-".contains(c));
+        if names.iter().any(|n| n == name) && plain_value {
             continue;
         }
         let allowed = if names.is_empty() {
             "none can be set here".to_owned()
         } else {
             format!(
-                "only {} can be set, to values without `$`",
+                "only `NAME=value` with NAME one of {} and a value of letters, digits and \
+                 `._,+/-` can be set",
                 names.join(", ")
             )
         };
@@ -536,7 +619,7 @@ fn judge_assignments(program: &str, names: &[String], operands: &[&str]) -> Resu
             option: format!("{name}="),
             reason: format!(
                 "sets a variable the program expands, which can choose the program it runs \
-                 (`SHELL=`, `CC=`) or run one (`$(shell …)`); {allowed}"
+                 (`SHELL=`, `CC=`) or run one (`$(shell …)`, `V!=cmd`); {allowed}"
             ),
         });
     }
@@ -713,29 +796,21 @@ fn text_arguments(
     let Some(rules) = policy.rules.get(&work.identity) else {
         return Vec::new();
     };
-    let Some(grammar) = rules.grammar.as_ref().filter(|g| !g.text.is_empty()) else {
+    let Some(grammar) = rules
+        .grammar
+        .as_ref()
+        .filter(|g| !g.text.is_empty() || !g.scripts.is_empty())
+    else {
         return Vec::new();
     };
     let args = argv.get(work.start + 1..work.end).unwrap_or_default();
-    let readings: &[bool] = if grammar.either.is_empty() {
-        &[false]
-    } else {
-        &[false, true]
-    };
     let mut text = vec![true; args.len()];
-    for &either in readings {
-        let Ok(reading) = grammar::read(
-            grammar,
-            &rules.refuse,
-            when,
-            args,
-            rules.bundled_first,
-            either,
-        ) else {
+    for reading in every_reading(rules, grammar, args, when) {
+        let Ok(reading) = reading else {
             return Vec::new();
         };
         let mut here = vec![false; args.len()];
-        for &i in &reading.text {
+        for &i in reading.text.iter().chain(&reading.script_operand(grammar)) {
             if let Some(flag) = here.get_mut(i) {
                 *flag = true;
             }
@@ -786,11 +861,18 @@ fn judge_paths(
         Some(r) if !text => subcommand_writes(r, args, when, &work.identity, cwd_spelling)?,
         _ => Written::default(),
     };
+    // Paths inside arguments (`git show HEAD:.env`, `file://` remotes),
+    // and the local remote a `git push` writes.
+    let inside = match rules {
+        Some(r) if !text => paths_inside(r, args, text_args, when, &work.identity)?,
+        _ => Inside::default(),
+    };
     let writes: HashSet<&str> = written
         .operands
         .iter()
         .copied()
         .chain(written.named.iter().map(|(_, name)| name.as_str()))
+        .chain(inside.writes.iter().map(|(_, name)| name.as_str()))
         .collect();
     // Every distinct spelling once, with the argument it came from.
     let mut seen = HashSet::new();
@@ -815,9 +897,16 @@ fn judge_paths(
             written
                 .named
                 .iter()
+                .chain(&inside.reads)
+                .chain(&inside.writes)
                 .map(|(arg, name)| (*arg, name.as_str())),
         );
         for (arg, part) in all {
+            // `/dev/null` and the standard streams are accepted in every
+            // argument check (see `crate::devices`).
+            if devices::is_accepted_device(part) {
+                continue;
+            }
             if seen.insert(part) {
                 cost = cost.saturating_add(paths.spelled_cost(part));
                 if cost > LOOKUP_BUDGET {
@@ -902,7 +991,18 @@ fn copy_targets<'a>(
     for source in sources {
         let trimmed = source.trim_end_matches(['/', '\\']);
         let name = trimmed.rsplit(['/', '\\']).next().unwrap_or(trimmed);
-        if trimmed.len() != source.len() || name.is_empty() || name == "." || name == ".." {
+        // `rsync -a src/ dst` copies what `src` holds into `dst`, as `cp -r
+        // src dst` does when `dst` is new: judged like it (`dst` and
+        // `dst/src`). Into a directory that may already hold files that
+        // run code (the working directory, a `.git`, any spelling that
+        // leaves the directory or starts at `/`), the names it lands under
+        // cannot be judged here.
+        let contents = trimmed.len() != source.len();
+        if name.is_empty()
+            || name == "."
+            || name == ".."
+            || (contents && !contents_may_land_in(dir))
+        {
             return Err(ShellError::CopyContents {
                 program: program.to_owned(),
                 source_spelling: source.to_owned(),
@@ -926,6 +1026,181 @@ fn copy_targets<'a>(
     Ok(out)
 }
 
+/// Paths inside a program's arguments (see [`crate::git_paths`]), with
+/// the argument each comes from.
+#[derive(Debug, Default)]
+struct Inside<'a> {
+    reads: Vec<(&'a str, String)>,
+    writes: Vec<(&'a str, String)>,
+}
+
+/// Paths inside a program's arguments: the path parts of git's object
+/// names and `file://` URLs ([`crate::git_paths`]), the files named in
+/// option values ([`crate::value_files`], [`Grammar::written`]), and, for
+/// a subcommand that writes its remote (`git push`), the local directory
+/// its first operand or `--repo` names. Text values are skipped.
+fn paths_inside<'a>(
+    rules: &'a ProgramRules,
+    args: &'a [String],
+    text_args: &[bool],
+    when: Conditions,
+    program: &str,
+) -> Result<Inside<'a>, ShellError> {
+    let mut out = Inside::default();
+    for (i, arg) in args.iter().enumerate() {
+        if text_args.get(i) == Some(&true) {
+            continue;
+        }
+        if rules.object_names {
+            out.reads.extend(
+                git_paths::paths_in(arg)
+                    .into_iter()
+                    .map(|p| (arg.as_str(), p)),
+            );
+        }
+        if rules.file_urls {
+            let value = arg.split_once('=').map(|(_, v)| v);
+            for url in std::iter::once(arg.as_str()).chain(value) {
+                let Some(paths) = git_paths::file_url_paths(url) else {
+                    continue;
+                };
+                if url.contains(['{', '[']) {
+                    return Err(pattern_refusal(program, arg, "file://"));
+                }
+                out.writes
+                    .extend(paths.into_iter().map(|p| (arg.as_str(), p)));
+            }
+        }
+    }
+    let Some(grammar) = rules.grammar.as_ref() else {
+        return Ok(out);
+    };
+    let values_name_files = !(grammar.at_files.is_empty()
+        && grammar.form_files.is_empty()
+        && grammar.written.is_empty()
+        && grammar.patterns.is_empty());
+    if values_name_files {
+        let listed = |list: &[String], entry: &str| list.iter().any(|e| e == entry);
+        for reading in every_reading(rules, grammar, args, when) {
+            let Ok(reading) = reading else {
+                continue;
+            };
+            for &(entry, value) in &reading.values {
+                if listed(&grammar.patterns, entry) && value.contains(['{', '[']) {
+                    return Err(pattern_refusal(program, value, entry));
+                }
+                if listed(&grammar.at_files, entry) {
+                    out.reads
+                        .extend(value_files::after_at(value).map(|f| (value, f.to_owned())));
+                }
+                if listed(&grammar.form_files, entry) {
+                    out.reads.extend(
+                        value_files::form_files(value)
+                            .into_iter()
+                            .map(|f| (value, f.to_owned())),
+                    );
+                }
+                if listed(&grammar.written, entry) {
+                    out.writes.push((value, value.to_owned()));
+                }
+            }
+        }
+    }
+    let Some((sub, _, rest)) = subcommand_of(rules, args, when).filter(|(s, ..)| s.writes_remote)
+    else {
+        return Ok(out);
+    };
+    let Some(inner) = &sub.grammar else {
+        return Ok(out);
+    };
+    let Ok(sub_reading) = grammar::read(inner, &sub.refuse, when, rest, false, false) else {
+        return Ok(out);
+    };
+    let remotes = sub_reading
+        .values
+        .iter()
+        .filter(|(entry, _)| *entry == "--repo")
+        .map(|(_, value)| *value)
+        .chain(sub_reading.operands.first().copied());
+    for remote in remotes {
+        for path in git_paths::pushed_path(remote).unwrap_or_default() {
+            out.writes.push((remote, path));
+        }
+    }
+    Ok(out)
+}
+
+/// The program's arguments read with its grammar, under every reading:
+/// both ways for programs with `either` options (BSD `sed -l` vs GNU `sed
+/// -l N`).
+fn every_reading<'a>(
+    rules: &'a ProgramRules,
+    grammar: &'a Grammar,
+    args: &'a [String],
+    when: Conditions,
+) -> impl Iterator<Item = Result<grammar::Reading<'a>, Problem<'a>>> {
+    let readings: &[bool] = if grammar.either.is_empty() {
+        &[false]
+    } else {
+        &[false, true]
+    };
+    readings.iter().map(move |&either| {
+        grammar::read(
+            grammar,
+            &rules.refuse,
+            when,
+            args,
+            rules.bundled_first,
+            either,
+        )
+    })
+}
+
+fn pattern_refusal(program: &str, argument: &str, option: &str) -> ShellError {
+    ShellError::RefusedOption {
+        program: program.to_owned(),
+        argument: argument.to_owned(),
+        option: option.to_owned(),
+        reason: "names files by a pattern the program expands (`{a,b}`, `[1-3]`), which cannot \
+                 be judged; name each file"
+            .to_owned(),
+    }
+}
+
+/// The listed subcommand of a program with subcommands, its name and the
+/// arguments after it. `None` when the options do not read (refused
+/// before) or there is none.
+fn subcommand_of<'a>(
+    rules: &'a ProgramRules,
+    args: &'a [String],
+    when: Conditions,
+) -> Option<(&'a Subcommand, &'a str, &'a [String])> {
+    let grammar = rules
+        .grammar
+        .as_ref()
+        .filter(|g| !g.subcommands.is_empty())?;
+    let reading = grammar::read(grammar, &rules.refuse, when, args, false, false).ok()?;
+    let at = reading.subcommand?;
+    let name = args.get(at).map(String::as_str).unwrap_or_default();
+    let sub = grammar.subcommands.iter().find(|s| s.name == name)?;
+    Some((sub, name, args.get(at + 1..).unwrap_or_default()))
+}
+
+/// Whether a directory's contents may be copied into `dir` (see
+/// [`copy_targets`]): a relative spelling, below the working directory,
+/// outside any `.git`.
+fn contents_may_land_in(dir: &str) -> bool {
+    let mut below = false;
+    for component in dir.split(['/', '\\']) {
+        match component {
+            "" | "." => {}
+            ".." => return false,
+            _ => below = true,
+        }
+    }
+    below && !dir.starts_with(['/', '\\']) && !inside_git_dir(dir) && !dir.contains(':')
+}
+
 /// What a subcommand writes: operands that name it, and names it writes
 /// without the command line spelling them (with the argument they come
 /// from).
@@ -946,23 +1221,12 @@ fn subcommand_writes<'a>(
     cwd_spelling: &str,
 ) -> Result<Written<'a>, ShellError> {
     let mut out = Written::default();
-    let Some(grammar) = rules.grammar.as_ref().filter(|g| !g.subcommands.is_empty()) else {
-        return Ok(out);
-    };
-    let Ok(reading) = grammar::read(grammar, &rules.refuse, when, args, false, false) else {
-        return Ok(out);
-    };
-    let Some(at) = reading.subcommand else {
-        return Ok(out);
-    };
-    let name = args.get(at).map(String::as_str).unwrap_or_default();
-    let Some(sub) = grammar.subcommands.iter().find(|s| s.name == name) else {
+    let Some((sub, name, rest)) = subcommand_of(rules, args, when) else {
         return Ok(out);
     };
     let Some(from) = sub.writes_from else {
         return Ok(out);
     };
-    let rest = args.get(at + 1..).unwrap_or_default();
     let operands: Vec<&str> = match &sub.grammar {
         Some(inner) => match grammar::read(inner, &sub.refuse, when, rest, false, false) {
             Ok(reading) => reading.operands,

@@ -17,6 +17,7 @@ pub(crate) const EXTRA: &[&str] = &[
     "rsync", "dash", "zsh", "ksh", "busybox", "flock", "taskset", "watch", "unshare", "setsid",
     "chrt", "ionice", "nsenter", "chroot", "strace", "gdb", "parallel", "entr", "script", "su",
     "doas", "pkexec", "runuser", "make", "du", "mkdir", "touch", "rm", "rmdir", "tee", "gmake",
+    "curl",
 ];
 
 pub(crate) struct Tree {
@@ -94,11 +95,16 @@ impl Tree {
 
     /// The policy a table row names.
     pub(crate) fn policy(&self, name: &str) -> ShellPolicy {
+        self.policy_builder(name).build().expect("shell policy")
+    }
+
+    /// The builder of [`Tree::policy`], for a test to add to.
+    pub(crate) fn policy_builder(&self, name: &str) -> ShellPolicyBuilder {
         let files = || {
             self.with_extra(ShellPolicy::read_only(&self.root))
                 .path_policy(self.paths())
         };
-        let builder = match name {
+        match name {
             "files" => files(),
             "none" => self.with_extra(ShellPolicy::read_only(&self.root)),
             "windows" => files().windows_rules(WindowsRules::Always),
@@ -126,8 +132,7 @@ impl Tree {
                 .rules(text_arguments("head")),
             "development" => danger::development(&self.root).path_policy(self.paths()),
             other => panic!("unknown fixture policy {other:?}"),
-        };
-        builder.build().expect("shell policy")
+        }
     }
 }
 

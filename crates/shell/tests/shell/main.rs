@@ -23,5 +23,7 @@ mod messages;
 mod properties;
 #[cfg(all(unix, feature = "runner"))]
 mod runner;
+#[cfg(unix)]
+mod runs_programs;
 #[cfg(all(windows, feature = "runner"))]
 mod windows_runner;

@@ -104,7 +104,7 @@ fn refusal_messages() {
         (
             "copy_contents",
             "files",
-            CommandRequest::argv(["rsync", "-a", "sub/", "dst"]),
+            CommandRequest::argv(["rsync", "-a", "sub/", "./"]),
         ),
         (
             "remote_operand",
@@ -176,6 +176,76 @@ fn refusal_messages() {
             "env_var_refused",
             "agent-env",
             CommandRequest::argv(["cat"]).with_env("LD_PRELOAD", "x"),
+        ),
+        (
+            "sed_label_then_command",
+            "files",
+            CommandRequest::argv(["sed", ":x e touch PWNED", "notes.txt"]),
+        ),
+        (
+            "sed_ambiguous_bracket",
+            "files",
+            CommandRequest::argv(["sed", "s/[[:alpha:]/]/X/", "notes.txt"]),
+        ),
+        (
+            "awk_file_list",
+            "files",
+            CommandRequest::argv(["awk", "BEGIN { ARGV[1] = \"x\" }"]),
+        ),
+        (
+            "awk_pieces",
+            "files",
+            CommandRequest::argv(["gawk", "-e", "BEGIN {", "-e", "}"]),
+        ),
+        (
+            "awk_unreadable",
+            "files",
+            CommandRequest::argv(["awk", "{ x = `id` }"]),
+        ),
+        (
+            "make_shell_assignment",
+            "files",
+            CommandRequest::argv(["make", "V!=id"]),
+        ),
+        (
+            "env_var_makefiles",
+            "agent-env",
+            CommandRequest::argv(["make"]).with_env("MAKEFILES", "evil.mk"),
+        ),
+        (
+            "env_var_rustup_toolchain",
+            "agent-env",
+            CommandRequest::argv(["cat"]).with_env("RUSTUP_TOOLCHAIN", "/tmp/t"),
+        ),
+        (
+            "git_bare",
+            "files",
+            CommandRequest::argv(["git", "--bare", "fetch"]),
+        ),
+        (
+            "git_object_name_blocked",
+            "files",
+            CommandRequest::argv(["git", "show", "HEAD:.env"]),
+        ),
+        (
+            "curl_config",
+            "files",
+            CommandRequest::argv(["curl", "-K", "notes.txt", "http://127.0.0.1:9/"]),
+        ),
+        (
+            "curl_upload_pattern",
+            "files",
+            CommandRequest::argv(["curl", "-T", "{a,b}", "http://127.0.0.1:9/"]),
+        ),
+        (
+            "curl_data_file_blocked",
+            "files",
+            CommandRequest::argv(["curl", "-d", "@.env", "http://127.0.0.1:9/"]),
+        ),
+        (
+            "curl_remote_name",
+            "files",
+            CommandRequest::argv(["curl", "-O", "http://127.0.0.1:9/x"]),
         ),
     ];
     for (name, policy, req) in cases {
