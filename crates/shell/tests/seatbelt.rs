@@ -260,7 +260,10 @@ fn check_needs(text: &str, networked: bool, resolver: bool) {
         "com.apple.SystemConfiguration.DNSConfiguration",
     ];
     for service in services {
-        assert!(text.contains(&format!("(global-name \"{service}\")")), "{service}");
+        assert!(
+            text.contains(&format!("(global-name \"{service}\")")),
+            "{service}"
+        );
     }
     for service in network {
         assert_eq!(
@@ -319,7 +322,11 @@ fn every_profile_gives_what_developer_tools_need() {
     let bare = KernelRules::from_roots(None::<[(&str, bool); 0]>).with_program("/bin/ls");
     let text = profile(&bare, [], []);
     check(&text).unwrap();
-    for needed in ["(allow ipc-posix-sem)", "(allow pseudo-tty)", "com.apple.bsd.dirhelper"] {
+    for needed in [
+        "(allow ipc-posix-sem)",
+        "(allow pseudo-tty)",
+        "com.apple.bsd.dirhelper",
+    ] {
         assert!(text.contains(needed), "{needed}");
     }
 }
@@ -363,7 +370,10 @@ fn paths_through_the_top_links_are_written_beneath_private() {
     assert!(model.allows("file-write-data", "/private/tmp/work/a.c"));
     assert!(model.allows("file-read-data", "/private/var/data/x"));
     assert!(!model.allows("file-write-data", "/private/var/data/x"));
-    assert!(model.allows("file-write-create", "/private/var/folders/xy/T/agentcaps-tmp-1/cc1.s"));
+    assert!(model.allows(
+        "file-write-create",
+        "/private/var/folders/xy/T/agentcaps-tmp-1/cc1.s"
+    ));
     assert!(!model.allows("file-write-create", "/private/var/folders/xy/T/other"));
     assert!(!model.allows("file-read-data", "/private/etc/secret/x"));
     assert!(!model.allows("file-read-data", "/private/tmp/work/sub/server.key"));

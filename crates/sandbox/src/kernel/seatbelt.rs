@@ -388,7 +388,9 @@ pub fn profile_with_tmp<'a>(
 fn private_form(path: &Path) -> PathBuf {
     for link in TOP_LINKS {
         if let Ok(rest) = path.strip_prefix(link) {
-            return Path::new("/private").join(link.trim_start_matches('/')).join(rest);
+            return Path::new("/private")
+                .join(link.trim_start_matches('/'))
+                .join(rest);
         }
     }
     path.to_path_buf()
@@ -402,7 +404,9 @@ fn private_forms(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
 /// absolute path or an anchored glob through a top link).
 fn private_entry(entry: &str) -> String {
     if entry.starts_with('/') {
-        private_form(Path::new(entry)).to_string_lossy().into_owned()
+        private_form(Path::new(entry))
+            .to_string_lossy()
+            .into_owned()
     } else {
         entry.to_owned()
     }

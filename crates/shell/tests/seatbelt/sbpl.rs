@@ -284,9 +284,10 @@ fn check_argument(filter: &str, arg: &Expr) -> Result<(), String> {
         ("literal" | "subpath" | "prefix", other) => {
             Err(format!("`{filter}` takes an absolute path: {other:?}"))
         }
-        ("global-name" | "local-name" | "ipc-posix-name" | "ipc-posix-name-prefix", Expr::Str(_)) => {
-            Ok(())
-        }
+        (
+            "global-name" | "local-name" | "ipc-posix-name" | "ipc-posix-name-prefix",
+            Expr::Str(_),
+        ) => Ok(()),
         ("target", Expr::Symbol(s)) if matches!(s.as_str(), "self" | "same-sandbox" | "others") => {
             Ok(())
         }
