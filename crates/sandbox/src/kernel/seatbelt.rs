@@ -197,6 +197,7 @@ impl PrivateTmp {
                 "agentcaps-tmp-{}-{nanos:x}-{n}",
                 std::process::id()
             ));
+            #[cfg_attr(not(unix), allow(unused_mut))]
             let mut builder = std::fs::DirBuilder::new();
             #[cfg(unix)]
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
