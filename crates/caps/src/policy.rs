@@ -206,6 +206,15 @@ impl Policy {
     /// that does not build, and a root that does not exist (unless
     /// `create_missing = true` in `[files]`, which creates it).
     pub fn from_toml(text: &str, base: &Path) -> Result<Self, PolicyError> {
+        Self::parse(text, base, true)
+    }
+
+    /// [`Policy::from_toml`]; `check_shell`: whether the `[shell]` section
+    /// is built now, to report a mistake in it with its line. The built-in
+    /// default's section is a constant (a test builds it): it is built when
+    /// a command needs it, so that loading the default and judging a path
+    /// does not parse the shell's rule tables (most of a load's cost).
+    fn parse(text: &str, base: &Path, check_shell: bool) -> Result<Self, PolicyError> {
         let (sections, tools) = load::two_views::<CrateSections, ToolKeys>(text)?;
         let mut notices = Vec::new();
         for section in SECTIONS {
@@ -238,7 +247,7 @@ impl Policy {
         validate::files(&spans, &policy.files, tools.files.create_missing)?;
         validate::egress(&spans, &policy.egress)?;
         approvals::validate(&spans, &policy.approvals)?;
-        if let Err(e) = policy.shell_policy() {
+        if check_shell && let Err(e) = policy.shell_policy() {
             return Err(spans.invalid_section("shell", e.to_string()));
         }
         Ok(policy)
@@ -265,7 +274,7 @@ impl Policy {
                 dir: cwd.to_path_buf(),
             });
         }
-        let mut policy = Self::from_toml(DEFAULT_POLICY_TOML, cwd)?;
+        let mut policy = Self::parse(DEFAULT_POLICY_TOML, cwd, false)?;
         policy.origin = Origin::BuiltIn {
             base: cwd.to_path_buf(),
         };

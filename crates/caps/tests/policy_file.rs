@@ -357,3 +357,15 @@ fn every_data_file_has_a_runner() {
     found.sort();
     assert_eq!(found, ["policy_cases.toml"], "a data file without a runner");
 }
+
+/// Loading the built-in default does not build its `[shell]` section (a
+/// constant); it must build whenever a command needs it, and the same text
+/// passes the full load that a policy file gets.
+#[test]
+fn the_built_in_shell_section_builds() {
+    let project = tempfile::tempdir().unwrap();
+    let policy = Policy::default_for(project.path()).expect("default");
+    policy.shell_policy().expect("the built-in [shell] builds");
+    Policy::from_toml(agentcaps::DEFAULT_POLICY_TOML, project.path())
+        .expect("the built-in text passes the full load");
+}

@@ -386,12 +386,44 @@ fn without_ignorable(name: &[u8]) -> Vec<u8> {
     }
 }
 
+/// Automata compiled in this process, by their patterns and folding: a
+/// policy is built several times per process (validated when loaded,
+/// then for the shell and for the files), always from the same entries;
+/// compiling them once is most of what a load costs.
+type Compiled = Vec<((Vec<String>, bool), meta::Regex)>;
+static COMPILED: std::sync::Mutex<Compiled> = std::sync::Mutex::new(Vec::new());
+
+/// At most this many automata are kept (a process builds a handful of
+/// distinct policies; a host building many evicts the oldest).
+const MAX_COMPILED: usize = 8;
+
 /// Compile blocked and write-protected patterns into one automaton
-/// (`None` when there are none), folding case or not.
+/// (`None` when there are none), folding case or not; the same patterns
+/// compiled before in this process are not compiled again.
 fn compile_entries(patterns: &[String], fold: bool) -> Result<Option<meta::Regex>, PathError> {
     if patterns.is_empty() {
         return Ok(None);
     }
+    let cached = COMPILED.lock().ok().and_then(|compiled| {
+        compiled
+            .iter()
+            .find(|((p, f), _)| *f == fold && p.as_slice() == patterns)
+            .map(|(_, regex)| regex.clone())
+    });
+    if let Some(regex) = cached {
+        return Ok(Some(regex));
+    }
+    let regex = compile_uncached(patterns, fold)?;
+    if let Ok(mut compiled) = COMPILED.lock() {
+        if compiled.len() >= MAX_COMPILED {
+            compiled.remove(0);
+        }
+        compiled.push(((patterns.to_vec(), fold), regex.clone()));
+    }
+    Ok(Some(regex))
+}
+
+fn compile_uncached(patterns: &[String], fold: bool) -> Result<meta::Regex, PathError> {
     meta::Regex::builder()
         .syntax(syntax::Config::new().utf8(false).case_insensitive(fold))
         .configure(
@@ -404,7 +436,6 @@ fn compile_entries(patterns: &[String], fold: bool) -> Result<Option<meta::Regex
                 .which_captures(WhichCaptures::None),
         )
         .build_many(patterns)
-        .map(Some)
         .map_err(|e| invalid("blocked entries", e.to_string()))
 }
 

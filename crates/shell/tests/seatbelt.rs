@@ -8,6 +8,8 @@
 #[path = "seatbelt/sbpl.rs"]
 mod sbpl;
 
+use std::path::Path;
+
 use agentcaps_shell::kernel::KernelRules;
 use agentcaps_shell::kernel::seatbelt::{self, profile};
 use sbpl::{Expr, check, check_ere};
@@ -195,6 +197,222 @@ fn odd_names_are_quoted_not_interpreted() {
     assert!(model.allows("file-write-data", &format!("{root}/f")));
     assert!(!model.allows("file-read-data", &format!("{root}/z/f")));
     assert!(!model.allows("file-read-data", &format!("{root}/x\"y(abc")));
+}
+
+// ---- What developer tools need, checked statically -----------------------
+
+/// Every string and regex literal of a profile, and the number of filters.
+fn literals(forms: &[Expr]) -> (Vec<String>, usize) {
+    fn walk(expr: &Expr, out: &mut Vec<String>, filters: &mut usize, depth: usize) {
+        match expr {
+            Expr::Str(s) | Expr::Regex(s) => out.push(s.clone()),
+            Expr::List(items) => {
+                if depth > 0 {
+                    *filters += 1;
+                }
+                for item in items {
+                    walk(item, out, filters, depth + 1);
+                }
+            }
+            Expr::Symbol(_) | Expr::Number(_) => {}
+        }
+    }
+    let (mut out, mut filters) = (Vec::new(), 0);
+    for form in forms {
+        walk(form, &mut out, &mut filters, 0);
+    }
+    (out, filters)
+}
+
+/// The static checks every generated profile passes: the operations and
+/// services developer tools need are there (with the network ones when
+/// `networked`), every path is in its `/private/...` form, no string is
+/// a kilobyte long, and the rule count stays small.
+fn check_needs(text: &str, networked: bool, resolver: bool) {
+    let forms = check(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    for needed in [
+        "(allow process-info* (target same-sandbox))",
+        "(allow signal (target same-sandbox))",
+        "(allow file-read-metadata)\n",
+        "file-map-executable",
+        "(allow pseudo-tty)",
+        "(allow ipc-posix-sem)",
+        "(allow ipc-posix-shm-read* (ipc-posix-name-prefix \"apple.cfprefs.\"))",
+        "(allow user-preference-read)",
+        "(literal \"/dev/dtracehelper\")",
+        "(regex #\"^/dev/fd/[0-9]+$\")",
+        "(literal \"/dev/ptmx\")",
+    ] {
+        assert!(text.contains(needed), "missing {needed:?}:\n{text}");
+    }
+    let services = [
+        "com.apple.system.opendirectoryd.libinfo",
+        "com.apple.cfprefsd.daemon",
+        "com.apple.cfprefsd.agent",
+        "com.apple.bsd.dirhelper",
+        "com.apple.system.logger",
+    ];
+    let network = [
+        "com.apple.SecurityServer",
+        "com.apple.trustd.agent",
+        "com.apple.ocspd",
+        "com.apple.SystemConfiguration.configd",
+        "com.apple.SystemConfiguration.DNSConfiguration",
+    ];
+    for service in services {
+        assert!(
+            text.contains(&format!("(global-name \"{service}\")")),
+            "{service}"
+        );
+    }
+    for service in network {
+        assert_eq!(
+            text.contains(&format!("(global-name \"{service}\")")),
+            networked,
+            "{service}"
+        );
+    }
+    assert_eq!(
+        text.contains("(global-name \"com.apple.dnssd.service\")"),
+        resolver
+    );
+    assert_eq!(
+        text.contains("(allow network-outbound (literal \"/private/var/run/mDNSResponder\"))"),
+        resolver
+    );
+    let (strings, filters) = literals(&forms);
+    for s in &strings {
+        assert!(s.len() < 1024, "a string of {} bytes: {s}", s.len());
+        // A regex names its path after `^`; a string is the path itself.
+        let path = s.trim_start_matches('^');
+        for link in ["/tmp", "/var", "/etc"] {
+            let beneath = path.starts_with(&format!("{link}/"))
+                || path.starts_with(&format!("{link}(/"))
+                || path.starts_with(&format!("{link}\\/"));
+            assert!(!beneath, "{s} names {link} without /private");
+        }
+    }
+    assert!(filters < 1000, "{filters} filters");
+}
+
+#[test]
+fn every_profile_gives_what_developer_tools_need() {
+    let (blocked, protected) = default_lists();
+    let lists = || {
+        (
+            blocked.iter().map(String::as_str),
+            protected.iter().map(String::as_str),
+        )
+    };
+    let tmp = Path::new("/private/var/folders/xy/abc/T/agentcaps-tmp-1");
+    for (rules, networked, resolver) in [
+        (project_rules(), false, false),
+        (project_rules().with_network(true), true, true),
+        (project_rules().with_connect_port(41234), true, false),
+    ] {
+        let (b, p) = lists();
+        check_needs(
+            &seatbelt::profile_with_tmp(&rules, Some(tmp), b, p),
+            networked,
+            resolver,
+        );
+        let (b, p) = lists();
+        check_needs(&profile(&rules, b, p), networked, resolver);
+    }
+    let bare = KernelRules::from_roots(None::<[(&str, bool); 0]>).with_program("/bin/ls");
+    let text = profile(&bare, [], []);
+    check(&text).unwrap();
+    for needed in [
+        "(allow ipc-posix-sem)",
+        "(allow pseudo-tty)",
+        "com.apple.bsd.dirhelper",
+    ] {
+        assert!(text.contains(needed), "{needed}");
+    }
+}
+
+#[test]
+fn the_static_checks_catch_what_they_look_for() {
+    let (blocked, protected) = default_lists();
+    let text = profile(
+        &project_rules(),
+        blocked.iter().map(String::as_str),
+        protected.iter().map(String::as_str),
+    );
+    // Each change below breaks one check; the checks must notice.
+    let broken = [
+        text.replace("(allow ipc-posix-sem)\n", ""),
+        text.replace("com.apple.bsd.dirhelper", "com.apple.other"),
+        text.replace("/private/etc/passwd", "/etc/passwd"),
+        text.replace(
+            "(allow pseudo-tty)",
+            &format!("(allow file-read* (literal \"/{}\"))", "a".repeat(1100)),
+        ),
+    ];
+    for bad in broken {
+        let caught = std::panic::catch_unwind(|| check_needs(&bad, false, false));
+        assert!(caught.is_err(), "not caught:\n{bad}");
+    }
+}
+
+#[test]
+fn paths_through_the_top_links_are_written_beneath_private() {
+    let rules = KernelRules::from_roots(Some([("/tmp/work", true), ("/var/data", false)]))
+        .with_program("/usr/bin/cc");
+    let text = seatbelt::profile_with_tmp(
+        &rules,
+        Some(Path::new("/var/folders/xy/T/agentcaps-tmp-1")),
+        ["/etc/secret", "/tmp/work/**/*.key"],
+        [],
+    );
+    check_needs(&text, false, false);
+    let model = Model::new(&text);
+    assert!(model.allows("file-write-data", "/private/tmp/work/a.c"));
+    assert!(model.allows("file-read-data", "/private/var/data/x"));
+    assert!(!model.allows("file-write-data", "/private/var/data/x"));
+    assert!(model.allows(
+        "file-write-create",
+        "/private/var/folders/xy/T/agentcaps-tmp-1/cc1.s"
+    ));
+    assert!(!model.allows("file-write-create", "/private/var/folders/xy/T/other"));
+    assert!(!model.allows("file-read-data", "/private/etc/secret/x"));
+    assert!(!model.allows("file-read-data", "/private/tmp/work/sub/server.key"));
+}
+
+#[test]
+fn a_blocked_entry_too_long_for_a_string_denies_the_roots_whole() {
+    let long = format!("**/{}*", "n".repeat(400));
+    let text = profile(&project_rules(), [long.as_str()], []);
+    check_needs(&text, false, false);
+    let model = Model::new(&text);
+    assert!(!model.allows("file-read-data", "/Users/dev/project/src/main.rs"));
+    assert!(!model.allows("file-write-data", "/Users/dev/project/src/main.rs"));
+    assert!(!model.allows("file-read-data", "/Users/dev/docs/guide.md"));
+    // The runtime stays readable: programs still start, and fail on the
+    // roots with EPERM.
+    assert!(model.allows("file-read-data", "/usr/lib/libSystem.B.dylib"));
+}
+
+#[test]
+fn the_private_tmpdir_is_made_for_the_run_and_removed_after_it() {
+    let base = tempfile::tempdir().unwrap();
+    let tmp = seatbelt::PrivateTmp::create_in(base.path()).unwrap();
+    let path = tmp.path().to_path_buf();
+    assert!(path.starts_with(base.path().canonicalize().unwrap()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
+    let other = seatbelt::PrivateTmp::create_in(base.path()).unwrap();
+    assert_ne!(other.path(), path);
+    assert_eq!(tmp.env(), ("TMPDIR".into(), path.clone().into_os_string()));
+    std::fs::create_dir(path.join("cc-dir")).unwrap();
+    std::fs::write(path.join("cc-dir/a.o"), "x").unwrap();
+    drop(tmp);
+    assert!(!path.exists());
+    assert!(other.path().exists());
 }
 
 // ---- What the profile means ---------------------------------------------

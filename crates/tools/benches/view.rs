@@ -12,25 +12,15 @@
 // criterion's macros generate undocumented public functions.
 #![allow(missing_docs)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
-fn agentcaps() -> PathBuf {
-    std::env::var_os("AGENTCAPS_BIN").map_or_else(
-        || PathBuf::from(env!("CARGO_BIN_EXE_agentcaps")),
-        PathBuf::from,
-    )
-}
-
-fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("a.txt"), "hello\n").expect("a.txt");
-    std::fs::write(dir.path().join(".env"), "SECRET=1\n").expect(".env");
-    dir
-}
+#[path = "whole_process/mod.rs"]
+mod whole_process;
+use whole_process::{agentcaps, median, project};
 
 fn once(bin: &Path, dir: &Path, subcommand: &[&str]) -> Duration {
     let started = Instant::now();
@@ -44,11 +34,6 @@ fn once(bin: &Path, dir: &Path, subcommand: &[&str]) -> Duration {
         .expect("agentcaps runs");
     assert!(status.success(), "{subcommand:?} failed");
     started.elapsed()
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
 fn interleaved(bin: &Path, dir: &Path) {

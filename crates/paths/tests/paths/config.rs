@@ -250,3 +250,41 @@ fn a_blocked_path_blocks_in_its_canonical_spelling() {
         }
     }
 }
+
+/// Policies built from the same entries in one process share their
+/// compiled automata; one that folds case and one that does not must
+/// still judge differently, however often and in whatever order they are
+/// built.
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows aliases fold case there whatever case_insensitive says"
+)]
+fn policies_sharing_entries_keep_their_own_case_folding() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(".ENV"), "x").unwrap();
+    let build = |mode| {
+        PathPolicy::builder()
+            .allow(dir.path())
+            .block("**/*.shared-entry")
+            .case_insensitive(mode)
+            .build()
+            .unwrap()
+    };
+    for _ in 0..3 {
+        for mode in [CaseInsensitive::Never, CaseInsensitive::Always] {
+            let policy = build(mode);
+            let read = policy.check(dir.path(), ".ENV", Access::Read);
+            assert_eq!(read.is_err(), mode == CaseInsensitive::Always, "{mode:?}");
+            let upper = policy.check(dir.path(), "A.SHARED-ENTRY", Access::Read);
+            assert_eq!(upper.is_err(), mode == CaseInsensitive::Always, "{mode:?}");
+            // Writes match in every case whatever the mode.
+            assert!(policy.check(dir.path(), ".ENV", Access::Write).is_err());
+            assert!(
+                policy
+                    .check(dir.path(), "x.shared-entry", Access::Read)
+                    .is_err()
+            );
+        }
+    }
+}

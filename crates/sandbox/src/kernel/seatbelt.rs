@@ -6,21 +6,42 @@
 //! in SBPL, so every deny comes after the allows it narrows):
 //!
 //! - everything is denied unless allowed (`(deny default)`);
-//! - **reads** (and executing) only beneath the runtime ([`RUNTIME`]: the
-//!   system's programs and libraries, the shared-library cache, a few
-//!   `/etc` files), the directories of the program about to
-//!   run, and the policy's roots; the directories *above* a root can be
-//!   looked at (their metadata), not listed or read;
-//! - **writes** only beneath the writable roots;
+//! - **reads** (and executing, and mapping code: `file-map-executable`)
+//!   only beneath the runtime ([`RUNTIME`]: the system's programs and
+//!   libraries, the shared-library cache, a few `/etc` files), the
+//!   directories of the program about to run, and the policy's roots;
+//!   **metadata** (`stat`, what `realpath` needs) of any path, its
+//!   contents only there;
+//! - **writes** only beneath the writable roots and the run's private
+//!   temporary directory ([`PrivateTmp`]: made for the run, named in
+//!   `TMPDIR`, removed after it), where compilers and interpreters put
+//!   their temporary files;
 //! - **blocked entries** of the path policy (`**/.env*`, keys, the host's
 //!   list) are denied for reading and writing, at any depth; the
 //!   **write-protected** ones (`.git/hooks/**`, `.envrc`, …) for writing;
+//! - the devices a program opens by itself: `/dev/null`, `/dev/zero`, the
+//!   random devices, the terminal, `/dev/fd/N`, `/dev/dtracehelper` (the
+//!   dynamic loader opens it), and pseudo-terminals (`/dev/ptmx`,
+//!   `/dev/ttysN`);
 //! - **network** denied (loopback included) unless the policy allows it;
 //!   where the network is the judging proxy, TCP to its port on loopback
-//!   only;
-//! - processes may start processes, read `sysctl`s, and signal only
-//!   processes of the same sandbox; the few system services a C library
-//!   needs for user names and time zones may be looked up.
+//!   only, and the services TLS needs (certificate trust, revocation, the
+//!   system's network configuration) but no name resolution (names are
+//!   the proxy's to resolve); with the network allowed, name resolution
+//!   too (`dnssd` and the `mDNSResponder` socket);
+//! - processes may start processes, read `sysctl`s, look at
+//!   (`process-info*`) and signal only processes of the same sandbox; use
+//!   POSIX semaphores (Python's `multiprocessing`), read the preferences
+//!   system's shared memory (`apple.cfprefs.*`) and preferences, and look
+//!   up the few system services a C library needs ([`SERVICES`]: user and
+//!   group names, preferences, the per-user temporary directory, logging,
+//!   time zones).
+//!
+//! Every path is written in its `/private/...` form (`/tmp`, `/var` and
+//! `/etc` are links there, and Seatbelt judges the resolved path), every
+//! string stays under [`MAX_STRING`] bytes, and the profile holds one
+//! filter per path: a few hundred, far below the tens of thousands that
+//! make `sandbox_init` fail.
 //!
 //! Without a path policy, files are not restricted (as with Landlock) and
 //! only the network rule and the process rules apply.
@@ -111,36 +132,162 @@ pub const DEVICES_WRITE: &[&str] = &["/dev/null", "/dev/tty"];
 /// them (Seatbelt judges the resolved path).
 const TOP_LINKS: &[&str] = &["/etc", "/var", "/tmp"];
 
-/// System services a command may look up: user and group names, time
-/// zones, and the logging system every program connects to.
-const SERVICES: &[&str] = &[
+/// System services every command may look up: user and group names
+/// (`getpwuid`), preferences, the per-user temporary and cache
+/// directories, the logging system every program connects to, time zones.
+pub const SERVICES: &[&str] = &[
     "com.apple.system.opendirectoryd.libinfo",
-    "com.apple.system.notification_center",
+    "com.apple.cfprefsd.daemon",
+    "com.apple.cfprefsd.agent",
+    "com.apple.bsd.dirhelper",
     "com.apple.system.logger",
+    "com.apple.system.notification_center",
     "com.apple.logd",
     "com.apple.timezoned",
 ];
 
-/// The Seatbelt profile for one command: `rules` as [`KernelRules`] give
-/// them (the roots, the program, the network), narrowed by the path
-/// policy's blocked and write-protected entries (`blocked`,
-/// `write_protected`: [`PathPolicy::blocked`] and
-/// [`PathPolicy::write_protected`]).
-///
-/// [`PathPolicy::blocked`]: agentcaps_paths::PathPolicy::blocked
-/// [`PathPolicy::write_protected`]: agentcaps_paths::PathPolicy::write_protected
+/// Services a command with a network may also look up: certificate trust
+/// and revocation (TLS), the system's network configuration.
+pub const NETWORK_SERVICES: &[&str] = &[
+    "com.apple.SecurityServer",
+    "com.apple.trustd.agent",
+    "com.apple.ocspd",
+    "com.apple.SystemConfiguration.configd",
+    "com.apple.SystemConfiguration.DNSConfiguration",
+];
+
+/// Name resolution, for a command given the host's network only (behind
+/// the judging proxy names are the proxy's to resolve: a lookup would be
+/// a way out it does not judge).
+pub const RESOLVER_SERVICES: &[&str] = &["com.apple.dnssd.service"];
+
+/// The resolver's socket (name resolution without the service).
+pub const RESOLVER_SOCKET: &str = "/private/var/run/mDNSResponder";
+
+/// The longest string or regular expression a profile holds, in bytes
+/// (`sandbox_init` mishandles strings of a kilobyte and more).
+pub const MAX_STRING: usize = 1000;
+
+/// A run's private temporary directory: made (owner-only) in the user's
+/// temporary directory when the run starts, named in the command's
+/// `TMPDIR` and writable by it under the profile, removed with everything
+/// in it when this value is dropped.
+#[derive(Debug)]
+pub struct PrivateTmp {
+    path: PathBuf,
+}
+
+impl PrivateTmp {
+    /// Makes a fresh directory beneath `base` (its canonical form: on
+    /// macOS the per-user `/private/var/folders/...`).
+    ///
+    /// # Errors
+    ///
+    /// Why the directory could not be made.
+    pub fn create_in(base: &Path) -> std::io::Result<Self> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let base = std::fs::canonicalize(base)?;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!(
+                "agentcaps-tmp-{}-{nanos:x}-{n}",
+                std::process::id()
+            ));
+            #[cfg_attr(not(unix), allow(unused_mut))]
+            let mut builder = std::fs::DirBuilder::new();
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            match builder.create(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Makes one in the user's temporary directory.
+    ///
+    /// # Errors
+    ///
+    /// Why the directory could not be made.
+    pub fn create() -> std::io::Result<Self> {
+        Self::create_in(&std::env::temp_dir())
+    }
+
+    /// Where it is (canonical).
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The environment variable that names it to the command.
+    #[must_use]
+    pub fn env(&self) -> (std::ffi::OsString, std::ffi::OsString) {
+        ("TMPDIR".into(), self.path.as_os_str().to_owned())
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The Seatbelt profile for one command, without a private temporary
+/// directory: [`profile_with_tmp`] with none.
 #[must_use]
 pub fn profile<'a>(
     rules: &KernelRules,
     blocked: impl IntoIterator<Item = &'a str>,
     write_protected: impl IntoIterator<Item = &'a str>,
 ) -> String {
+    profile_with_tmp(rules, None, blocked, write_protected)
+}
+
+/// The Seatbelt profile for one command: `rules` as [`KernelRules`] give
+/// them (the roots, the program, the network), the run's private
+/// temporary directory `tmp` ([`PrivateTmp::path`]) writable, narrowed by
+/// the path policy's blocked and write-protected entries (`blocked`,
+/// `write_protected`: [`PathPolicy::blocked`] and
+/// [`PathPolicy::write_protected`]).
+///
+/// A blocked entry whose regular expression would be longer than
+/// [`MAX_STRING`] cannot be written: every root is then denied whole for
+/// what that entry denies (nothing in them can be reached), never let
+/// through.
+///
+/// [`PathPolicy::blocked`]: agentcaps_paths::PathPolicy::blocked
+/// [`PathPolicy::write_protected`]: agentcaps_paths::PathPolicy::write_protected
+#[must_use]
+pub fn profile_with_tmp<'a>(
+    rules: &KernelRules,
+    tmp: Option<&Path>,
+    blocked: impl IntoIterator<Item = &'a str>,
+    write_protected: impl IntoIterator<Item = &'a str>,
+) -> String {
     let mut out = String::from("(version 1)\n(deny default)\n");
-    out.push_str("(allow process-fork)\n(allow signal (target same-sandbox))\n");
-    out.push_str("(allow sysctl-read)\n");
+    out.push_str("(allow process-fork)\n");
+    out.push_str("(allow process-info* (target same-sandbox))\n");
+    out.push_str("(allow signal (target same-sandbox))\n");
+    out.push_str("(allow sysctl-read)\n(allow user-preference-read)\n");
+    out.push_str("(allow ipc-posix-sem)\n");
+    out.push_str("(allow ipc-posix-shm-read* (ipc-posix-name-prefix \"apple.cfprefs.\"))\n");
+    out.push_str("(allow pseudo-tty)\n");
+    let networked = rules.allow_network || !rules.connect_ports.is_empty();
+    let mut services: Vec<&str> = SERVICES.to_vec();
+    if networked {
+        services.extend(NETWORK_SERVICES);
+    }
+    if rules.allow_network {
+        services.extend(RESOLVER_SERVICES);
+    }
     out.push_str("(allow mach-lookup");
-    for service in SERVICES {
-        let _ = write!(out, " (global-name {})", string(service));
+    for service in services {
+        let _ = write!(out, "\n  (global-name {})", string(service));
     }
     out.push_str(")\n");
     if rules.allow_network {
@@ -171,33 +318,35 @@ pub fn profile<'a>(
     );
     readable.extend(rules.read.iter().cloned());
     readable.extend(rules.write.iter().cloned());
-    sort_dedup(&mut readable);
-    let mut writable = rules.write.clone();
+    let mut readable = private_forms(readable);
+    let mut writable = private_forms(rules.write.iter().cloned());
+    writable.extend(tmp.map(private_form));
     sort_dedup(&mut writable);
+    readable.extend(writable.iter().cloned());
+    sort_dedup(&mut readable);
 
-    // Looking at (not reading) the directories above each root: a path
-    // is resolved component by component.
-    let mut above: Vec<PathBuf> = readable
-        .iter()
-        .flat_map(|p| p.ancestors().skip(1).map(Path::to_path_buf))
-        .collect();
-    sort_dedup(&mut above);
-    rule(&mut out, "allow", "file-read-metadata", &above, "literal");
+    // Metadata of any path: resolving a path (`realpath`, `getcwd`) looks
+    // at every directory on the way; contents stay denied.
+    out.push_str("(allow file-read-metadata)\n");
     let links: Vec<PathBuf> = TOP_LINKS.iter().map(PathBuf::from).collect();
     rule(&mut out, "allow", "file-read*", &links, "literal");
     rule(
         &mut out,
         "allow",
-        "file-read* process-exec",
+        "file-read* process-exec file-map-executable",
         &readable,
         "subpath",
     );
     rule(&mut out, "allow", "file-write*", &writable, "subpath");
 
-    let blocked: Vec<&str> = blocked.into_iter().collect();
-    let protected: Vec<&str> = write_protected.into_iter().collect();
-    deny_entries(&mut out, "file-read* file-write* process-exec", &blocked);
-    deny_entries(&mut out, "file-write*", &protected);
+    let blocked: Vec<String> = blocked.into_iter().map(private_entry).collect();
+    let protected: Vec<String> = write_protected.into_iter().map(private_entry).collect();
+    let blocked_ops = "file-read-data file-read-xattr file-write* process-exec file-map-executable";
+    let mut roots = private_forms(rules.read.iter().chain(&rules.write).cloned());
+    roots.extend(tmp.map(private_form));
+    sort_dedup(&mut roots);
+    deny_entries(&mut out, blocked_ops, &blocked, &roots);
+    deny_entries(&mut out, "file-write*", &protected, &writable);
 
     let devices: Vec<PathBuf> = DEVICES_READ.iter().map(PathBuf::from).collect();
     rule(
@@ -215,7 +364,53 @@ pub fn profile<'a>(
         &devices,
         "literal",
     );
+    // What programs open by themselves: their own descriptors, the
+    // loader's DTrace helper, pseudo-terminals.
+    out.push_str(concat!(
+        "(allow file-read-data file-write-data file-ioctl\n",
+        "  (literal \"/dev/dtracehelper\")\n",
+        "  (literal \"/dev/ptmx\")\n",
+        "  (regex #\"^/dev/ttys[0-9]+$\")\n",
+        "  (regex #\"^/dev/fd/[0-9]+$\"))\n",
+        "(allow file-read-data (literal \"/dev/fd\"))\n",
+    ));
+    if rules.allow_network {
+        let _ = writeln!(
+            out,
+            "(allow network-outbound (literal {}))",
+            string(RESOLVER_SOCKET)
+        );
+    }
     out
+}
+
+/// `path` as Seatbelt sees it once resolved: beneath `/private` when it
+/// goes through one of the top links (`/tmp/x` is `/private/tmp/x`).
+fn private_form(path: &Path) -> PathBuf {
+    for link in TOP_LINKS {
+        if let Ok(rest) = path.strip_prefix(link) {
+            return Path::new("/private")
+                .join(link.trim_start_matches('/'))
+                .join(rest);
+        }
+    }
+    path.to_path_buf()
+}
+
+fn private_forms(paths: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    paths.into_iter().map(|p| private_form(&p)).collect()
+}
+
+/// A blocked or write-protected entry in its `/private/...` form (an
+/// absolute path or an anchored glob through a top link).
+fn private_entry(entry: &str) -> String {
+    if entry.starts_with('/') {
+        private_form(Path::new(entry))
+            .to_string_lossy()
+            .into_owned()
+    } else {
+        entry.to_owned()
+    }
 }
 
 fn sort_dedup(paths: &mut Vec<PathBuf>) {
@@ -237,17 +432,29 @@ fn rule(out: &mut String, kind: &str, operations: &str, paths: &[PathBuf], filte
 }
 
 /// Denies `operations` on each entry: a path (everything beneath it) or a
-/// glob (everything it matches, and beneath).
-fn deny_entries(out: &mut String, operations: &str, entries: &[&str]) {
+/// glob (everything it matches, and beneath). An entry too long to write
+/// as a Seatbelt string denies everything beneath `granted` instead.
+fn deny_entries(out: &mut String, operations: &str, entries: &[String], granted: &[PathBuf]) {
     if entries.is_empty() {
         return;
     }
     let _ = writeln!(out, "(deny {operations}");
+    let mut too_long = false;
     for entry in entries {
-        if is_glob(entry) {
-            let _ = writeln!(out, "  (regex {})", regex_literal(&glob_regex(entry)));
+        let filter = if is_glob(entry) {
+            format!("(regex {})", regex_literal(&glob_regex(entry)))
         } else {
-            let _ = writeln!(out, "  (subpath {})", string(entry));
+            format!("(subpath {})", string(entry))
+        };
+        if filter.len() > MAX_STRING {
+            too_long = true;
+        } else {
+            let _ = writeln!(out, "  {filter}");
+        }
+    }
+    if too_long {
+        for path in granted {
+            let _ = writeln!(out, "  (subpath {})", string(&path.to_string_lossy()));
         }
     }
     out.push_str(")\n");

@@ -42,6 +42,7 @@ const OPERATIONS: &[&str] = &[
     "file-ioctl",
     "file-revoke",
     "file-link",
+    "file-map-executable",
     "process*",
     "process-exec",
     "process-exec*",
@@ -57,7 +58,9 @@ const OPERATIONS: &[&str] = &[
     "mach-priv-host-port",
     "ipc*",
     "ipc-posix-shm*",
+    "ipc-posix-shm-read*",
     "ipc-posix-shm-read-data",
+    "ipc-posix-shm-read-metadata",
     "ipc-posix-shm-write-data",
     "ipc-posix-sem",
     "ipc-sysv*",
@@ -84,6 +87,8 @@ const FILTERS: &[(&str, Option<usize>)] = &[
     ("global-name", Some(1)),
     ("local-name", Some(1)),
     ("global-name-regex", Some(1)),
+    ("ipc-posix-name", Some(1)),
+    ("ipc-posix-name-prefix", Some(1)),
     ("target", Some(1)),
     ("remote", Some(2)),
     ("local", Some(2)),
@@ -279,7 +284,10 @@ fn check_argument(filter: &str, arg: &Expr) -> Result<(), String> {
         ("literal" | "subpath" | "prefix", other) => {
             Err(format!("`{filter}` takes an absolute path: {other:?}"))
         }
-        ("global-name" | "local-name", Expr::Str(_)) => Ok(()),
+        (
+            "global-name" | "local-name" | "ipc-posix-name" | "ipc-posix-name-prefix",
+            Expr::Str(_),
+        ) => Ok(()),
         ("target", Expr::Symbol(s)) if matches!(s.as_str(), "self" | "same-sandbox" | "others") => {
             Ok(())
         }

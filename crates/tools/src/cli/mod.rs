@@ -7,6 +7,7 @@ mod fetch;
 mod patch;
 mod report;
 mod run;
+mod system;
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +51,7 @@ unchanged; permission changes of existing directories are refused.
 Examples:
   agentcaps check path ../etc/passwd src/main.rs
   agentcaps check shell -- cat ../secret.txt
+  agentcaps check system                     # the confinement here; how to get the view
   agentcaps run --command 'ls -la src'
   agentcaps fetch https://docs.rs/
   git diff | agentcaps patch --dry-run -
@@ -90,6 +92,17 @@ enum CheckCommand {
     Url(UrlArgs),
     /// Print the effective policy file and its warnings.
     Policy(CommonArgs),
+    /// Which confinement this machine gives commands, and how to get the
+    /// private view where it is unavailable.
+    System(SystemArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct SystemArgs {
+    /// Print one JSON object instead of text (`view.available`,
+    /// `view.causes` with `why` and `enable`, `landlock.abi`, ...).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options every subcommand takes.
@@ -240,6 +253,7 @@ pub(crate) fn main() -> i32 {
         Command::Check(CheckCommand::Shell(args)) => (args.common.json, check::shell(&args)),
         Command::Check(CheckCommand::Url(args)) => (args.common.json, check::url(&args)),
         Command::Check(CheckCommand::Policy(args)) => (args.json, check::policy(&args)),
+        Command::Check(CheckCommand::System(args)) => (args.json, system::system(&args)),
         Command::Run(args) => (args.shell.common.json, run::run(&args)),
         Command::Fetch(args) => (args.common.json, fetch::fetch(&args)),
         Command::Patch(args) => (args.common.json, patch::patch(&args)),
