@@ -5,6 +5,8 @@
 #[path = "view/support.rs"]
 mod support;
 
+#[path = "view/commits.rs"]
+mod commits;
 #[path = "view/isolation.rs"]
 mod isolation;
 #[path = "view/masking.rs"]

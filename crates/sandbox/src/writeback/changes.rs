@@ -75,7 +75,8 @@ pub struct RefusedChange {
     pub from: Option<String>,
     /// The rule that refused it (`write-protected`, `blocked`,
     /// `not-portable`, `link-outside-roots`, `special-file`, `set-id`,
-    /// `hard-link`, `read-only`, `outside-roots`, `commit-failed`, ...).
+    /// `hard-link`, `read-only`, `outside-roots`, `conflict`,
+    /// `commit-failed`, ...).
     pub rule: String,
     /// Why, in one sentence.
     pub reason: String,

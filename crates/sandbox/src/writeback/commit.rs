@@ -82,6 +82,15 @@ pub(crate) fn commit(
             for (root, rel) in removed_dirs.iter().rev() {
                 let _ = remove_tree(beneath, root, rel);
             }
+            // New directories get their own mode last, deepest first (one
+            // the command made read-only still took its entries).
+            for root in roots {
+                for op in root.ops.iter().rev() {
+                    if let Op::CreateDir { rel, mode } = op {
+                        let _ = beneath.set_dir_mode(root.root, rel, *mode);
+                    }
+                }
+            }
             Ok(roots
                 .iter()
                 .flat_map(|r| {
@@ -127,7 +136,7 @@ fn apply(
     // 1. Directories.
     for root in roots {
         for op in &root.ops {
-            if let Op::CreateDir { rel } = op {
+            if let Op::CreateDir { rel, .. } = op {
                 if replaced_first(&root.ops, rel) {
                     continue;
                 }
@@ -172,15 +181,24 @@ fn apply(
     Ok(removed_dirs)
 }
 
-/// Whether a directory at `rel` is created only after the file there is
-/// removed (then it is created in step 3).
+/// Whether a new entry at `rel` can only be made once the file or link at
+/// its place, or at the place of a directory above it, is removed (then it
+/// is made in step 3): until then, making it would follow a link the
+/// command replaced by a directory, into that link's target.
 fn replaced_first(ops: &[Op], rel: &str) -> bool {
-    ops.iter()
-        .any(|op| matches!(op, Op::Delete { rel: r, dir: false } if r == rel))
+    ops.iter().any(|op| match op {
+        Op::Delete { rel: r, dir: false } => {
+            rel == r
+                || rel
+                    .strip_prefix(r.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        }
+        _ => false,
+    })
 }
 
 /// Whether the new entry at `rel` can only be staged once the entry there
-/// now is out of the way (staging would follow a link standing there).
+/// now is out of the way.
 fn staged_late(ops: &[Op], rel: &str) -> bool {
     replaced_first(ops, rel)
 }
@@ -265,13 +283,13 @@ fn place(
             Op::Symlink { rel, target, .. } => {
                 beneath.stage_symlink(base, rel, target).map_err(failed)
             }
-            Op::CreateDir { rel } | Op::Delete { rel, .. } => {
+            Op::CreateDir { rel, .. } | Op::Delete { rel, .. } => {
                 Err(format!("nothing to stage for {rel}"))
             }
         }
     };
     match op {
-        Op::CreateDir { rel } => {
+        Op::CreateDir { rel, .. } => {
             if replaced_first(&root.ops, rel) {
                 steps.next()?;
                 beneath.create_dir_all(base, rel).map_err(failed)?;

@@ -16,6 +16,9 @@ pub(crate) enum Op {
     CreateDir {
         /// Relative to the root.
         rel: String,
+        /// Permission bits to give it once everything beneath is in place
+        /// (`& 0o777`).
+        mode: u32,
     },
     /// Put the staged file's content (with `mode & 0o777`) at `rel`.
     Write {
@@ -58,7 +61,7 @@ impl Op {
     /// The path relative to the root.
     pub(crate) fn rel(&self) -> &str {
         match self {
-            Self::CreateDir { rel }
+            Self::CreateDir { rel, .. }
             | Self::Write { rel, .. }
             | Self::Symlink { rel, .. }
             | Self::Delete { rel, .. } => rel,
@@ -156,6 +159,30 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             continue;
         };
         let created = entry.lower == Lower::Absent;
+        if entry.changed_since
+            && !created
+            && !matches!(
+                (&entry.upper, entry.lower),
+                (Upper::Dir { .. }, Lower::Dir { .. })
+            )
+        {
+            let action = match entry.upper {
+                Upper::Deleted => ChangeAction::Delete,
+                Upper::Symlink(_) => ChangeAction::Link,
+                _ => ChangeAction::Modify,
+            };
+            refuse(
+                action,
+                (
+                    "conflict".to_owned(),
+                    "it changed in the real tree while the command ran (the host or another run wrote it); that version is kept".to_owned(),
+                ),
+            );
+            if matches!(entry.upper, Upper::Dir { .. }) {
+                refused_dirs.push(entry.rel.clone());
+            }
+            continue;
+        }
         match &entry.upper {
             Upper::Special => refuse(
                 ChangeAction::Create,
@@ -199,7 +226,10 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                                     dir: false,
                                 });
                             }
-                            judged.ops.push(Op::CreateDir { rel });
+                            judged.ops.push(Op::CreateDir {
+                                rel,
+                                mode: mode & 0o777,
+                            });
                         }
                         Err(why) => {
                             refuse(ChangeAction::Create, why);
@@ -290,6 +320,8 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     Lower::Absent => Some(ChangeAction::Create),
                     Lower::File { mode: old, len } => {
                         if !same_content(&entry.staged, &root.join(&entry.rel), len) {
+                            // (Copied up and rewritten with the same
+                            // bytes, or only touched: no change.)
                             Some(ChangeAction::Modify)
                         } else if old & 0o777 != mode & 0o777 {
                             Some(ChangeAction::Mode)
@@ -600,18 +632,12 @@ fn judge_tree_removal(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<()
 }
 
 /// Whether the staged file holds exactly what the real file of `len`
-/// bytes does. A different size or modification time says no without
-/// reading (a copy-up for a mode change keeps both); the bytes decide
-/// otherwise.
+/// bytes does, compared in chunks (memory stays bounded whatever the
+/// size). Modification times do not count: a file only opened for writing
+/// or touched holds the same bytes, and is no change.
 fn same_content(staged: &Path, real: &Path, len: u64) -> bool {
-    let (Ok(meta), Ok(real_meta)) = (std::fs::metadata(staged), std::fs::metadata(real)) else {
-        return false;
-    };
-    if meta.len() != len || meta.modified().ok() != real_meta.modified().ok() {
-        return false;
-    }
-    match (std::fs::read(staged), std::fs::read(real)) {
-        (Ok(a), Ok(b)) => a == b,
+    match std::fs::metadata(staged) {
+        Ok(meta) if meta.len() == len => same_bytes(staged, real),
         _ => false,
     }
 }

@@ -5,19 +5,33 @@
 //!
 //! - `scan` reads the staging layer: created, modified and deleted
 //!   entries (whiteouts and opaque directories), mode changes, symbolic and
-//!   hard links, special files.
+//!   hard links, special files. Beneath a directory the command put in the
+//!   place of a link or a file, the real tree holds nothing (the link's
+//!   target is never written through); beneath a directory it removed and
+//!   made again (an opaque one), every real entry it does not hold is
+//!   deleted, at every depth. Each real entry a change touches is marked
+//!   when it changed after the view was built (its status-change time is
+//!   later than the staging layer's birth), by the host or another run.
 //! - `judge` decides each change: the path policy with write access
 //!   (protected persistence files, blocked names — also in any letter
 //!   case — read-only roots), portable names for new entries, link targets
 //!   that must stay inside the roots, no special files, no set-id or sticky
-//!   bits, no hard link to an inode the command did not create.
+//!   bits, no hard link to an inode the command did not create; a change
+//!   to a real entry that changed meanwhile is a `conflict` (the other
+//!   version is kept); a file rewritten with its own bytes, only opened
+//!   for writing or touched is no change (compared in chunks).
 //! - `commit` puts the allowed changes in place through the path crate's
 //!   handles ([`agentcaps_paths::Beneath`]): every new content is staged
 //!   first, then each is exchanged with the file it replaces (kept aside),
 //!   created or moved aside; any failure puts everything back. Names the
 //!   command hard-linked among its own new files land as hard links of one
 //!   file (compilers make them); a hard link to a file it did not create
-//!   is refused.
+//!   is refused. New directories get the command's mode (`& 0o777`) once
+//!   everything beneath them is in place.
+//!
+//! Each root is locked (`flock` on its directory) from the scan to the end
+//! of the commit, so two runs' write-backs into one root take turns, and
+//! the later one sees the earlier one's commit as a conflict.
 
 mod changes;
 mod commit;
@@ -44,6 +58,27 @@ pub fn write_back_layers(paths: &PathPolicy, layers: &[(&Path, &Path)], cwd: &Pa
     write_back(paths, layers, cwd, None)
 }
 
+/// An exclusive lock on each root's directory (in one order, so two
+/// write-backs never wait for each other crosswise). A root that cannot be
+/// opened is not locked; its commit then fails on its own.
+fn lock_roots(layers: &[(&Path, &Path)]) -> Vec<std::fs::File> {
+    let mut roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
+    roots.sort();
+    roots.dedup();
+    roots
+        .into_iter()
+        .filter_map(|root| {
+            let dir = std::fs::File::open(root).ok()?;
+            #[cfg(unix)]
+            {
+                use rustix::fs::{FlockOperation, flock};
+                flock(&dir, FlockOperation::LockExclusive).ok()?;
+            }
+            Some(dir)
+        })
+        .collect()
+}
+
 /// [`write_back_layers`] with a test fault.
 pub(crate) fn write_back(
     paths: &PathPolicy,
@@ -53,6 +88,10 @@ pub(crate) fn write_back(
 ) -> Changes {
     let mut changes = Changes::default();
     let mut roots = Vec::new();
+    // Held until the commit is over: another run's write-back into the
+    // same root waits, then sees this one's commit as a change of the real
+    // tree since its view was built (a conflict), never loses it.
+    let _locks = lock_roots(layers);
     for &(root, upper) in layers {
         let entries = match scan(root, upper) {
             Ok(entries) => entries,

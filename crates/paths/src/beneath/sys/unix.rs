@@ -246,6 +246,11 @@ pub(crate) fn chmod_at(dir: &Dir, name: &OsStr, mode: u32) -> Result<(), Failed>
     rustix::fs::chmodat(&dir.0, name, permissions(mode), AtFlags::empty()).map_err(failed)
 }
 
+/// Sets the permission bits of the directory `dir` itself.
+pub(crate) fn chmod_dir(dir: &Dir, mode: u32) -> Result<(), Failed> {
+    rustix::fs::fchmod(&dir.0, permissions(mode)).map_err(failed)
+}
+
 /// Creates the symbolic link `name` in `dir`, pointing to `target`.
 pub(crate) fn symlink_at(dir: &Dir, target: &Path, name: &OsStr) -> Result<(), Failed> {
     rustix::fs::symlinkat(target, &dir.0, name).map_err(failed)
