@@ -111,6 +111,7 @@ impl PathPolicyBuilder {
             fold_roots,
             fold_blocked: fold_roots || aliases,
             aliases,
+            defaults: self.defaults,
         })?;
         Ok(PathPolicy {
             inner: Arc::new(Inner {
@@ -264,7 +265,9 @@ pub struct Located {
 impl PathPolicy {
     /// The safe defaults blocked for every access, each with what it
     /// prevents: `/proc`, `/sys`, `/dev`, `**/.env*`, `**/*.pem`,
-    /// `**/id_rsa*`, `**/.ssh/**`, `**/.aws/**`.
+    /// `**/id_rsa*`, `**/.ssh/**`, `**/.aws/**`. Of `**/.env*`, the
+    /// templates committed by convention (`.env.example`, `.env.sample`,
+    /// `.env.template`, `.env.dist`) are not blocked.
     pub const DEFAULT_BLOCKED: &'static [(&'static str, &'static str)] = defaults::BLOCKED;
 
     /// The safe defaults blocked for writing only (inside allowed roots
@@ -275,7 +278,12 @@ impl PathPolicy {
     /// `rust-toolchain`, `rust-toolchain.toml`, `.github/workflows/**`,
     /// `.gitlab-ci.yml`, `.pre-commit-config.yaml`, `.husky/**`,
     /// `.devcontainer/**`, `.claude/**`, `.codex/**`, `.cursor/**`,
-    /// `.gemini/**`, `.git/info/**`, `.gitconfig` (at any depth).
+    /// `.gemini/**`, `.git/info/**`, `.gitconfig`, `.yarnrc.yml`,
+    /// `.yarnrc`, `.pnpmfile.cjs`, `.zshenv`, `.zprofile`, `.zlogin`,
+    /// `.bash_profile`, `.bash_login`, `.bash_logout`, `.circleci/**`,
+    /// `.travis.yml`, `azure-pipelines.yml`, `bitbucket-pipelines.yml`,
+    /// `.buildkite/**`, `.github/actions/**`, `.config/fish/**`,
+    /// `.config/autostart/**`, `.config/systemd/**` (at any depth).
     ///
     /// For writes, these and the blocked entries match in every case and
     /// every Windows alias on every host (`.GIT/hooks/x`, `.Env`,

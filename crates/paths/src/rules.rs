@@ -8,6 +8,7 @@ use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet, meta};
 
+use crate::defaults::{DOTENV, DOTENV_TEMPLATES};
 use crate::glob::{glob_regex, is_glob, path_regex};
 use crate::location::Location;
 use crate::spelling::windows_alias_of;
@@ -42,6 +43,9 @@ pub(crate) struct Rules {
     fold_roots: bool,
     aliases: bool,
     allowed_text: String,
+    /// The entry of the built-in `**/.env*`, which does not block the
+    /// committed templates (`.env.example`, ...).
+    dotenv_default: Option<usize>,
 }
 
 /// Case folding used for roots (and by the simulated file system).
@@ -91,6 +95,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) fold_roots: bool,
     pub(crate) fold_blocked: bool,
     pub(crate) aliases: bool,
+    /// The built-in defaults come first in `blocked`.
+    pub(crate) defaults: bool,
 }
 
 impl Rules {
@@ -144,6 +150,13 @@ impl Rules {
             patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
             entries.push((entry.clone(), EntryKind::WriteProtected));
         }
+        let dotenv_default = if settings.defaults {
+            entries
+                .iter()
+                .position(|(entry, kind)| *kind == EntryKind::Blocked && entry == DOTENV)
+        } else {
+            None
+        };
         let automaton = compile_entries(&patterns, settings.fold_blocked)?;
         // Writes match in every case whatever the modes say: on a
         // case-insensitive mount (WSL's /mnt/c, a Mac volume in a
@@ -173,6 +186,7 @@ impl Rules {
             fold_roots: settings.fold_roots,
             aliases: settings.aliases,
             allowed_text,
+            dotenv_default,
         })
     }
 
@@ -254,6 +268,8 @@ impl Rules {
         for id in set.iter() {
             let (entry, kind) = self.entries.get(id.as_usize())?;
             match kind {
+                EntryKind::Blocked
+                    if self.dotenv_default == Some(id.as_usize()) && is_template(location) => {}
                 EntryKind::Blocked => return Some((entry, *kind)),
                 EntryKind::WriteProtected if access == Access::Write => {
                     protected.get_or_insert((entry.as_str(), *kind));
@@ -400,4 +416,16 @@ fn contains(root: &[u8], location: &[u8]) -> bool {
         return location.first() == Some(&b'/');
     }
     location.starts_with(root) && matches!(location.get(root.len()), None | Some(b'/'))
+}
+
+/// Whether the final name of `location` is a committed dotenv template
+/// (`.env.example`, ...), in any case and as Windows names it.
+fn is_template(location: &Location) -> bool {
+    location.names().last().is_some_and(|name| {
+        let alias = windows_alias_of(name);
+        let name = if alias.is_empty() { name } else { alias };
+        DOTENV_TEMPLATES
+            .iter()
+            .any(|template| name.eq_ignore_ascii_case(template.as_bytes()))
+    })
 }
