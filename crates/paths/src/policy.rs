@@ -531,6 +531,33 @@ impl PathPolicy {
             .map(|_| ())
     }
 
+    /// Judge a symbolic link about to be made at the absolute `location`
+    /// (by a command, a patch or a tool): refused when its name is a
+    /// directory on the way to a write-protected entry (`.git`, `.cargo`,
+    /// `.github`, `.github/workflows`, ...), in every case. Through such a
+    /// link, files written under an ordinary name elsewhere would be read
+    /// at protected names: `.cargo -> cfg` makes `cfg/config.toml` cargo's
+    /// config. Where the link points is judged apart.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::WriteProtected`] naming the way and the entry it leads
+    /// to, or [`PathError::RelativeBase`] for a relative `location`.
+    pub fn judge_link_location(&self, location: &Path) -> Result<(), PathError> {
+        let located = Location::from_absolute(location).ok_or_else(|| PathError::RelativeBase {
+            base: location.to_path_buf(),
+        })?;
+        match self.inner.rules.way_entry(&located) {
+            Some(entry) => Err(PathError::WriteProtected {
+                spelling: location.display().to_string(),
+                reading: Reading::Lexical,
+                location: location.to_path_buf(),
+                entry: entry.to_owned(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The blocked entry (root or glob) that matches the absolute
     /// `location` by its path alone, wherever it lies — inside a root or
     /// not — with no lookup; `None` when nothing blocks it (or `location`

@@ -43,6 +43,11 @@ pub(crate) struct Rules {
     fold_roots: bool,
     aliases: bool,
     allowed_text: String,
+    /// The directories on the way to each write-protected glob (`**/.git`
+    /// and `**/.git/hooks` for `**/.git/hooks/**`), matched exactly and in
+    /// every case, with the glob each leads to.
+    ways: Option<meta::Regex>,
+    way_entries: Vec<String>,
     /// The entry of the built-in `**/.env*`, which does not block the
     /// committed templates (`.env.example`, ...).
     dotenv_default: Option<usize>,
@@ -150,6 +155,20 @@ impl Rules {
             patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
             entries.push((entry.clone(), EntryKind::WriteProtected));
         }
+        let mut way_patterns = Vec::new();
+        let mut way_entries = Vec::new();
+        for entry in settings.write_protected {
+            for way in ways_to(entry) {
+                let regex = glob_regex(&way).map_err(|e| invalid(entry, e))?;
+                // Only the directory itself, not what is beneath it.
+                let exact = regex
+                    .strip_suffix("(?s-u:/.*)?$")
+                    .map_or_else(|| regex.clone(), |r| format!("{r}$"));
+                way_patterns.push(exact);
+                way_entries.push(format!("{way} (on the way to {entry})"));
+            }
+        }
+        let ways = compile_entries(&way_patterns, true)?;
         let dotenv_default = if settings.defaults {
             entries
                 .iter()
@@ -186,6 +205,8 @@ impl Rules {
             fold_roots: settings.fold_roots,
             aliases: settings.aliases,
             allowed_text,
+            ways,
+            way_entries,
             dotenv_default,
         })
     }
@@ -278,6 +299,21 @@ impl Rules {
             }
         }
         protected
+    }
+
+    /// The way to a write-protected entry that `location` is (`/r/.cargo`
+    /// for `**/.cargo/config.toml`), in every case: what a link there
+    /// would make reachable at protected names.
+    pub(crate) fn way_entry(&self, location: &Location) -> Option<&str> {
+        let ways = self.ways.as_ref()?;
+        let input = Input::new(location.as_bytes()).anchored(Anchored::Yes);
+        if !ways.is_match(input.clone()) {
+            return None;
+        }
+        let mut set = PatternSet::new(ways.pattern_len());
+        ways.which_overlapping_matches(&input, &mut set);
+        let id = set.iter().next()?;
+        self.way_entries.get(id.as_usize()).map(String::as_str)
     }
 
     /// The blocked entry (not a write-protected one) that matches
@@ -428,4 +464,25 @@ fn is_template(location: &Location) -> bool {
             .iter()
             .any(|template| name.eq_ignore_ascii_case(template.as_bytes()))
     })
+}
+
+/// The globs of the directories on the way to a write-protected glob:
+/// `**/.github` and `**/.github/workflows` for `**/.github/workflows/**`;
+/// none for `**/.gitmodules`. A prefix ending in a wildcard component is
+/// left out (it names no one directory).
+fn ways_to(entry: &str) -> Vec<String> {
+    let components: Vec<&str> = entry.split('/').collect();
+    let mut ways = Vec::new();
+    for end in 1..components.len() {
+        let Some(last) = components.get(end - 1) else {
+            continue;
+        };
+        if last.is_empty() || *last == "**" {
+            continue;
+        }
+        if let Some(prefix) = components.get(..end) {
+            ways.push(prefix.join("/"));
+        }
+    }
+    ways
 }

@@ -247,6 +247,11 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                             Ok(())
                         }
                     })
+                    .and_then(|()| {
+                        policy
+                            .judge_link_location(&root.join(&entry.rel))
+                            .map_err(|e| refusal(&e))
+                    })
                     .and_then(|()| judge_link_target(policy, root, &entry.rel, target));
                 match verdict {
                     Ok(()) => {
@@ -290,13 +295,15 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     );
                     continue;
                 }
-                let verdict = judge_write(policy, root, &entry.rel).and_then(|()| {
-                    if created {
-                        judge_new_name(&entry.rel)
-                    } else {
-                        Ok(())
-                    }
-                });
+                let verdict = judge_write(policy, root, &entry.rel)
+                    .and_then(|()| {
+                        if created {
+                            judge_new_name(&entry.rel)
+                        } else {
+                            Ok(())
+                        }
+                    })
+                    .and_then(|()| judge_git_file(&entry.rel));
                 if let Err(why) = verdict {
                     let action = if created {
                         ChangeAction::Create
@@ -571,6 +578,23 @@ fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refus
                 format!("{error} (names are judged in every letter case)"),
             ));
         }
+    }
+    Ok(())
+}
+
+/// A file named `.git` (in any case) is a `gitdir:` pointer: git takes
+/// the directory it names as the repository, config and hooks included.
+/// None is ever written.
+fn judge_git_file(rel: &Path) -> Result<(), Refusal> {
+    let is_git = rel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.eq_ignore_ascii_case(".git"));
+    if is_git {
+        return Err((
+            "write-protected".to_owned(),
+            "a `.git` file points git at another repository directory (`gitdir:`), whose config and hooks git runs; it is never written".to_owned(),
+        ));
     }
     Ok(())
 }

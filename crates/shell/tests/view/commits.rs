@@ -230,3 +230,40 @@ fn new_directories_land_with_the_mode_the_command_gave_them() {
     assert_eq!(mode("a/b"), 0o711);
     assert_eq!(project.read("keys/id").as_deref(), Some("k\n"));
 }
+
+#[test]
+fn a_link_that_would_give_an_ordinary_file_a_protected_name_is_refused() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "mkdir cfg gh gh/workflows; printf '[build]\\nrustc-wrapper = \"./evil\"\\n' > cfg/config.toml; \
+         ln -s cfg .cargo; echo 'on: push' > gh/workflows/ci.yml; ln -s gh .github; \
+         mkdir hooks; ln -s ../hooks .git/hooks2; ln -s cfg .CARGO2; ln -s cfg .Cargo; \
+         mkdir sub; printf 'gitdir: ../evil\\n' > sub/.git; ln -s cfg plain-link",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    for link in [".cargo", ".github", ".Cargo"] {
+        assert_eq!(
+            refused_rule(&result, link).as_deref(),
+            Some("write-protected"),
+            "{link}: {changes:#?}"
+        );
+        assert!(
+            std::fs::symlink_metadata(project.root.join(link)).is_err(),
+            "{link} landed"
+        );
+    }
+    assert_eq!(
+        refused_rule(&result, "sub/.git").as_deref(),
+        Some("write-protected"),
+        "{changes:#?}"
+    );
+    assert!(!project.root.join("sub/.git").exists());
+    // The ordinary names land; through no link are they protected files.
+    assert!(applied(&result, "cfg/config.toml"), "{changes:#?}");
+    assert!(applied(&result, "plain-link"), "{changes:#?}");
+    assert!(applied(&result, ".CARGO2"), "{changes:#?}");
+    assert!(!project.root.join(".cargo/config.toml").exists());
+    assert!(!project.root.join(".github/workflows/ci.yml").exists());
+}
