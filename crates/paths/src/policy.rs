@@ -714,6 +714,50 @@ impl PathPolicy {
         self.inner.write_protected.iter().map(String::as_str)
     }
 
+    /// This policy with the write-protected glob `entry` left out, all
+    /// else (roots, blocked entries, the other protected globs, modes)
+    /// the same. For a caller that judges what such a file holds itself
+    /// before writing it (the write-back judges a git `config` by its keys)
+    /// and writes it through [`PathPolicy::open_beneath`] of the result.
+    ///
+    /// # Errors
+    ///
+    /// As [`PathPolicyBuilder::build`].
+    pub fn without_write_protected(&self, entry: &str) -> Result<PathPolicy, PathError> {
+        let roots: Vec<(PathBuf, RootAccess)> = self
+            .roots()
+            .map(|(root, access)| (root.to_path_buf(), access))
+            .collect();
+        let write_protected: Vec<String> = self
+            .inner
+            .write_protected
+            .iter()
+            .filter(|glob| glob.as_str() != entry)
+            .cloned()
+            .collect();
+        let aliases = self.inner.windows_aliases.applies();
+        let fold_roots = self.inner.case_insensitive.applies();
+        let rules = Rules::compile(&Settings {
+            roots: &roots,
+            blocked: &self.inner.blocked,
+            write_protected: &write_protected,
+            fold_roots,
+            fold_blocked: fold_roots || aliases,
+            aliases,
+            defaults: self.inner.defaults,
+        })?;
+        Ok(PathPolicy {
+            inner: Arc::new(Inner {
+                rules,
+                blocked: self.inner.blocked.clone(),
+                write_protected,
+                windows_aliases: self.inner.windows_aliases,
+                case_insensitive: self.inner.case_insensitive,
+                defaults: self.inner.defaults,
+            }),
+        })
+    }
+
     /// Whether the safe defaults are in.
     pub fn has_defaults(&self) -> bool {
         self.inner.defaults

@@ -7,6 +7,8 @@ mod support;
 
 #[path = "view/commits.rs"]
 mod commits;
+#[path = "view/git.rs"]
+mod git;
 #[path = "view/isolation.rs"]
 mod isolation;
 #[path = "view/masking.rs"]

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
 
 use super::changes::{ChangeAction, RefusedChange};
+use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
 
 /// One allowed change, as the commit performs it. `rel` is relative to
@@ -197,7 +198,9 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
-                _ => match judge_write(policy, root, &entry.rel) {
+                _ => match judge_write(policy, root, &entry.rel)
+                    .and_then(|()| judge_not_git_code(&entry.rel, false))
+                {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
@@ -240,13 +243,8 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             },
             Upper::Symlink(target) => {
                 let verdict = judge_write(policy, root, &entry.rel)
-                    .and_then(|()| {
-                        if created {
-                            judge_new_name(&entry.rel)
-                        } else {
-                            Ok(())
-                        }
-                    })
+                    .and_then(|()| judge_not_git_code(&entry.rel, true))
+                    .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| {
                         policy
                             .judge_link_location(&root.join(&entry.rel))
@@ -295,14 +293,8 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     );
                     continue;
                 }
-                let verdict = judge_write(policy, root, &entry.rel)
-                    .and_then(|()| {
-                        if created {
-                            judge_new_name(&entry.rel)
-                        } else {
-                            Ok(())
-                        }
-                    })
+                let verdict = judge_file_write(policy, root, entry)
+                    .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| judge_git_file(&entry.rel));
                 if let Err(why) = verdict {
                     let action = if created {
@@ -582,6 +574,48 @@ fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refus
     Ok(())
 }
 
+/// A file written at `entry.rel`: the path policy; inside a git directory,
+/// only git's data, and a config whose every new key runs nothing (a
+/// config is judged by its content instead of being write-protected).
+fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(), Refusal> {
+    match git_place(&entry.rel, false) {
+        GitPlace::Config => {
+            match judge_write(policy, root, &entry.rel) {
+                Err((rule, _)) if rule == "write-protected" => {}
+                other => other?,
+            }
+            let old = matches!(entry.lower, Lower::File { .. }).then(|| root.join(&entry.rel));
+            judge_config(&entry.staged, old.as_deref()).map_err(|(key, why)| {
+                (
+                    "git-config-key".to_owned(),
+                    format!("the git config sets `{key}`: {why}; git runs what such keys name, so the config does not land (the repository keeps its config)"),
+                )
+            })
+        }
+        _ => {
+            judge_write(policy, root, &entry.rel)?;
+            judge_not_git_code(&entry.rel, false)
+        }
+    }
+}
+
+/// Inside a git directory, anything but git's data is refused; a config
+/// put there as a link too (as a file, [`judge_file_write`] judges its
+/// keys).
+fn judge_not_git_code(rel: &Path, link: bool) -> Result<(), Refusal> {
+    let other = match git_place(rel, false) {
+        GitPlace::Other(inner) => inner,
+        GitPlace::Config if link => "config".to_owned(),
+        _ => return Ok(()),
+    };
+    Err((
+        "write-protected".to_owned(),
+        format!(
+            "inside a git directory only git's data lands (objects, refs, logs, HEAD, the index, the state of a merge, rebase or bisect); `{other}` is not data, and git may run or follow what it holds"
+        ),
+    ))
+}
+
 /// A file named `.git` (in any case) is a `gitdir:` pointer: git takes
 /// the directory it names as the repository, config and hooks included.
 /// None is ever written.
@@ -597,6 +631,11 @@ fn judge_git_file(rel: &Path) -> Result<(), Refusal> {
         ));
     }
     Ok(())
+}
+
+/// [`judge_new_name`] for an entry the command created.
+fn judge_name_if_new(created: bool, rel: &Path) -> Result<(), Refusal> {
+    if created { judge_new_name(rel) } else { Ok(()) }
 }
 
 /// A new entry's name must be portable.

@@ -19,7 +19,12 @@
 //!   bits, no hard link to an inode the command did not create; a change
 //!   to a real entry that changed meanwhile is a `conflict` (the other
 //!   version is kept); a file rewritten with its own bytes, only opened
-//!   for writing or touched is no change (compared in chunks).
+//!   for writing or touched is no change (compared in chunks). A link
+//!   whose name is a directory on the way to a protected entry (`.cargo`,
+//!   `.github`) is refused; so is any `.git` file (a `gitdir:` pointer).
+//! - `gitdir`: inside a git directory (`.git`, its `modules/*` and
+//!   `worktrees/*`) only git's data lands; `config` is judged by its keys
+//!   (`git-config-key` names the first that could run a program).
 //! - `commit` puts the allowed changes in place through the path crate's
 //!   handles ([`agentcaps_paths::Beneath`]): every new content is staged
 //!   first, then each is exchanged with the file it replaces (kept aside),
@@ -35,6 +40,7 @@
 
 mod changes;
 mod commit;
+mod gitdir;
 mod judge;
 mod scan;
 
@@ -57,6 +63,9 @@ use scan::scan;
 pub fn write_back_layers(paths: &PathPolicy, layers: &[(&Path, &Path)], cwd: &Path) -> Changes {
     write_back(paths, layers, cwd, None)
 }
+
+/// The built-in write-protected entry of git's config.
+const GIT_CONFIG: &str = "**/.git/config";
 
 /// An exclusive lock on each root's directory (in one order, so two
 /// write-backs never wait for each other crosswise). A root that cannot be
@@ -122,10 +131,23 @@ pub(crate) fn write_back(
     if roots.is_empty() {
         return changes;
     }
-    let committed = paths
-        .open_beneath()
-        .map_err(|e| e.to_string())
-        .and_then(|beneath| commit(&beneath, &roots, cwd, fault));
+    // A git config the judge read key by key lands although the policy
+    // protects `.git/config` from writes: the commit writes it through a
+    // policy without that one entry (everything else as judged).
+    let writes_git_config = roots.iter().any(|root| {
+        root.ops.iter().any(|op| {
+            matches!(op, judge::Op::Write { .. })
+                && gitdir::git_place(Path::new(op.rel()), false) == gitdir::GitPlace::Config
+        })
+    });
+    let committed = if writes_git_config {
+        paths.without_write_protected(GIT_CONFIG)
+    } else {
+        Ok(paths.clone())
+    }
+    .and_then(|policy| policy.open_beneath())
+    .map_err(|e| e.to_string())
+    .and_then(|beneath| commit(&beneath, &roots, cwd, fault));
     match committed {
         Ok(applied) => changes.applied = applied,
         Err(reason) => {
