@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
 
-use super::changes::{ChangeAction, RefusedChange};
+use super::changes::{ChangeAction, RefusedChange, Rule};
 use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
 
@@ -175,7 +175,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             refuse(
                 action,
                 (
-                    "conflict".to_owned(),
+                    Rule::Conflict.id(),
                     "it changed in the real tree while the command ran (the host or another run wrote it); that version is kept".to_owned(),
                 ),
             );
@@ -188,7 +188,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             Upper::Special => refuse(
                 ChangeAction::Create,
                 (
-                    "special-file".to_owned(),
+                    Rule::SpecialFile.id(),
                     "FIFOs, sockets and devices are never written to the real tree".to_owned(),
                 ),
             ),
@@ -211,7 +211,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         refuse(
                             ChangeAction::Mode,
                             (
-                                "directory-mode".to_owned(),
+                                Rule::DirectoryMode.id(),
                                 "permission changes of existing directories are not applied"
                                     .to_owned(),
                             ),
@@ -257,7 +257,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                             refuse(
                                 ChangeAction::Link,
                                 (
-                                    "replaces-directory".to_owned(),
+                                    Rule::ReplacesDirectory.id(),
                                     "a link may not take the place of a directory or special file"
                                         .to_owned(),
                                 ),
@@ -286,7 +286,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     refuse(
                         ChangeAction::Link,
                         (
-                            "hard-link".to_owned(),
+                            Rule::HardLink.id(),
                             "a hard link to a file the command did not create is never applied"
                                 .to_owned(),
                         ),
@@ -309,7 +309,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     refuse(
                         ChangeAction::Mode,
                         (
-                            "set-id".to_owned(),
+                            Rule::SetId.id(),
                             "set-user-ID, set-group-ID and sticky bits are never applied; the file lands without them"
                                 .to_owned(),
                         ),
@@ -339,7 +339,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         refuse(
                             ChangeAction::Modify,
                             (
-                                "replaces-directory".to_owned(),
+                                Rule::ReplacesDirectory.id(),
                                 "a file may not take the place of a directory or special file"
                                     .to_owned(),
                             ),
@@ -587,7 +587,7 @@ fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(
             let old = matches!(entry.lower, Lower::File { .. }).then(|| root.join(&entry.rel));
             judge_config(&entry.staged, old.as_deref()).map_err(|(key, why)| {
                 (
-                    "git-config-key".to_owned(),
+                    Rule::GitConfigKey.id(),
                     format!("the git config sets `{key}`: {why}; git runs what such keys name, so the config does not land (the repository keeps its config)"),
                 )
             })
@@ -669,7 +669,7 @@ fn judge_link_target(
         .map(|_| ())
         .map_err(|error| match error.rule() {
             "outside-roots" => (
-                "link-outside-roots".to_owned(),
+                Rule::LinkOutsideRoots.id(),
                 format!("the link points outside the roots: {error}"),
             ),
             _ => refusal(&error),

@@ -48,6 +48,7 @@ use std::path::Path;
 
 use agentcaps_paths::PathPolicy;
 
+use changes::Rule;
 pub use changes::{Change, ChangeAction, Changes, RefusedChange};
 pub(crate) use commit::CommitFault;
 use commit::{RootOps, commit};
@@ -109,7 +110,7 @@ pub(crate) fn write_back(
                     path: shown(root, cwd),
                     action: ChangeAction::Modify,
                     from: None,
-                    rule: "staging-unreadable".to_owned(),
+                    rule: Rule::StagingUnreadable.id(),
                     reason: format!(
                         "the command's changes could not be read ({error}); none of them landed"
                     ),
@@ -159,7 +160,7 @@ pub(crate) fn write_back(
                         from: op
                             .renamed_from()
                             .map(|from| shown(&root.root.join(from), cwd)),
-                        rule: "commit-failed".to_owned(),
+                        rule: Rule::CommitFailed.id(),
                         reason: format!("none of the command's changes landed: {reason}"),
                     });
                 }
