@@ -664,6 +664,9 @@ fn judge_link_target(
         ));
     };
     let base = root.join(rel.parent().unwrap_or(Path::new("")));
+    if in_runtime(policy, target) {
+        return Ok(());
+    }
     policy
         .check(&base, text, Access::Read)
         .map(|_| ())
@@ -674,6 +677,24 @@ fn judge_link_target(
             ),
             _ => refusal(&error),
         })
+}
+
+/// The system's read-only runtime, which every view holds read-only and
+/// every user may read: a link into it grants nothing (a virtual
+/// environment's `bin/python3 -> /usr/bin/python3`).
+const RUNTIME: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64"];
+
+/// Whether `target` is an absolute, plain path (no `.` or `..`) inside
+/// the runtime, and not blocked.
+fn in_runtime(policy: &PathPolicy, target: &Path) -> bool {
+    use std::path::Component;
+    let plain = target.is_absolute()
+        && target
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    plain
+        && RUNTIME.iter().any(|dir| target.starts_with(dir))
+        && policy.blocked_entry(target).is_none()
 }
 
 /// Removing a directory of the real tree: it and everything beneath it

@@ -267,3 +267,26 @@ fn a_link_that_would_give_an_ordinary_file_a_protected_name_is_refused() {
     assert!(!project.root.join(".cargo/config.toml").exists());
     assert!(!project.root.join(".github/workflows/ci.yml").exists());
 }
+
+#[test]
+fn only_plain_links_into_the_runtime_leave_the_roots() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "ln -s /usr/bin/python3 py; ln -s /usr/../etc/passwd dotted; ln -s /etc/shadow shadow; \
+         ln -s /home home-link; ln -s /usr/../root root-link; ln -s /proc/self/root proc-link",
+    );
+    assert!(applied(&result, "py"), "{:#?}", result.changes);
+    for link in ["dotted", "shadow", "home-link", "root-link", "proc-link"] {
+        assert!(
+            matches!(
+                refused_rule(&result, link).as_deref(),
+                Some("link-outside-roots" | "blocked")
+            ),
+            "{link}: {:#?}",
+            result.changes
+        );
+        assert!(std::fs::symlink_metadata(project.root.join(link)).is_err());
+    }
+}
