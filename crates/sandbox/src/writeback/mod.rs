@@ -147,6 +147,13 @@ pub(crate) fn write_back(
         Ok(paths.clone())
     }
     .and_then(|policy| policy.open_beneath())
+    .map(|mut beneath| {
+        // One descriptor per directory, not per staged file: a command
+        // that writes tens of thousands of files commits under the usual
+        // limit of 1024 open files.
+        beneath.share_dir_handles(true);
+        beneath
+    })
     .map_err(|e| e.to_string())
     .and_then(|beneath| commit(&beneath, &roots, cwd, fault));
     match committed {

@@ -326,6 +326,11 @@ pub(crate) fn sync_dir(_dir: &Dir) -> io::Result<()> {
     Ok(())
 }
 
+/// The same directory once more (a duplicated handle).
+pub(crate) fn share(dir: &Dir) -> io::Result<Dir> {
+    dup(dir)
+}
+
 /// A second handle to the same directory.
 pub(crate) fn dup(dir: &Dir) -> io::Result<Dir> {
     Ok(Dir {
