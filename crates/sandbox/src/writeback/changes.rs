@@ -70,6 +70,8 @@ pub(crate) enum Rule {
     StagingUnreadable,
     /// The commit failed and was rolled back.
     CommitFailed,
+    /// Extended attributes changed (never applied).
+    Xattr,
 }
 
 impl Rule {
@@ -86,6 +88,7 @@ impl Rule {
             Self::LinkOutsideRoots => "link-outside-roots",
             Self::StagingUnreadable => "staging-unreadable",
             Self::CommitFailed => "commit-failed",
+            Self::Xattr => "xattr",
         }
     }
 

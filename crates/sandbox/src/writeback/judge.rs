@@ -1,6 +1,8 @@
 //! Judging each change of a writable root as a write the agent asked for.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
@@ -325,6 +327,15 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         } else if old & 0o777 != mode & 0o777 {
                             Some(ChangeAction::Mode)
                         } else {
+                            if xattrs_differ(&entry.staged, &root.join(&entry.rel)) {
+                                refuse(
+                                    ChangeAction::Mode,
+                                    (
+                                        Rule::Xattr.id(),
+                                        "extended attributes are never written to the real tree; the file is unchanged".to_owned(),
+                                    ),
+                                );
+                            }
                             None
                         }
                     }
@@ -724,6 +735,43 @@ fn same_content(staged: &Path, real: &Path, len: u64) -> bool {
         Ok(meta) if meta.len() == len => same_bytes(staged, real),
         _ => false,
     }
+}
+
+/// Whether the two files' extended attributes differ (the overlay's own,
+/// `user.overlay.*` and `trusted.overlay.*`, aside). Attributes that cannot
+/// be read count as different: the change is listed, never dropped.
+fn xattrs_differ(staged: &Path, real: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        xattrs(staged) != xattrs(real)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (staged, real);
+        false
+    }
+}
+
+/// A file's extended attributes, by name (`None` when unreadable).
+#[cfg(unix)]
+fn xattrs(path: &Path) -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut names = vec![0u8; 64 * 1024];
+    let len = rustix::fs::llistxattr(path, &mut names).ok()?;
+    let mut out = BTreeMap::new();
+    for name in names
+        .get(..len)?
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+    {
+        if name.starts_with(b"user.overlay.") || name.starts_with(b"trusted.overlay.") {
+            continue;
+        }
+        let text = std::ffi::OsStr::from_bytes(name);
+        let mut value = vec![0u8; 64 * 1024];
+        let n = rustix::fs::lgetxattr(path, text, &mut value).ok()?;
+        out.insert(name.to_vec(), value.get(..n)?.to_vec());
+    }
+    Some(out)
 }
 
 /// The path a result shows for `location`: relative to `cwd` when beneath

@@ -290,3 +290,19 @@ fn only_plain_links_into_the_runtime_leave_the_roots() {
         assert!(std::fs::symlink_metadata(project.root.join(link)).is_err());
     }
 }
+
+#[test]
+fn an_extended_attribute_only_change_is_listed_never_dropped_silently() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "/usr/bin/python3 -c \"import os; os.setxattr('README.md', 'user.note', b'set in the view')\"",
+    );
+    assert_eq!(
+        refused_rule(&result, "README.md").as_deref(),
+        Some("xattr"),
+        "{result:#?}"
+    );
+    assert_eq!(project.read("README.md").as_deref(), Some("hello\n"));
+}
