@@ -123,10 +123,7 @@ pub(crate) fn write_back(
             changes.refused.push(refused_change(root, cwd, refused));
         }
         if !judged.ops.is_empty() {
-            roots.push(RootOps {
-                root,
-                ops: judged.ops,
-            });
+            roots.push(RootOps::new(root, judged.ops));
         }
     }
     if roots.is_empty() {
