@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The crates whose errors carry rule IDs (directory names under `crates/`).
-const CRATES: [&str; 6] = ["paths", "shell", "egress", "patch", "tools", "caps"];
+const CRATES: [&str; 7] = [
+    "paths", "sandbox", "shell", "egress", "patch", "tools", "caps",
+];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {

@@ -24,6 +24,15 @@ pub(crate) const BLOCKED: &[(&str, &str)] = &[
     ("**/.aws/**", "AWS credentials"),
 ];
 
+/// The built-in blocked glob that templates are taken out of.
+pub(crate) const DOTENV: &str = "**/.env*";
+
+/// Names `**/.env*` matches that are committed by convention and hold no
+/// secret (examples for the real file): the built-in default does not
+/// block them (a host's own entries still do).
+pub(crate) const DOTENV_TEMPLATES: &[&str] =
+    &[".env.example", ".env.sample", ".env.template", ".env.dist"];
+
 /// Blocked for writing only, inside allowed roots too, whether or not they
 /// exist yet: a write there becomes code that runs later — at the next
 /// shell, `cargo build`, commit, CI run, or agent session. For writes they
@@ -117,5 +126,59 @@ pub(crate) const WRITE_PROTECTED: &[(&str, &str)] = &[
     (
         "**/agentcaps.toml",
         "agentcaps policy files: a rewritten one (`allowed = [\"/\"]`) is used by the next run or server start",
+    ),
+    (
+        "**/.yarnrc.yml",
+        "Yarn settings: `yarnPath` and plugins are programs yarn runs",
+    ),
+    (
+        "**/.yarnrc",
+        "Yarn 1 settings: `yarn-path` is a program yarn runs",
+    ),
+    (
+        "**/.pnpmfile.cjs",
+        "pnpm hooks: code pnpm runs at every install",
+    ),
+    ("**/.zshenv", "run by every zsh, interactive or not"),
+    ("**/.zprofile", "run by every login zsh"),
+    ("**/.zlogin", "run by every login zsh"),
+    ("**/.bash_profile", "run by every login bash"),
+    ("**/.bash_login", "run by every login bash"),
+    ("**/.bash_logout", "run when a login bash exits"),
+    (
+        "**/.circleci/**",
+        "CircleCI jobs: commands CI runs with the project's secrets",
+    ),
+    (
+        "**/.travis.yml",
+        "Travis CI jobs: commands CI runs with the project's secrets",
+    ),
+    (
+        "**/azure-pipelines.yml",
+        "Azure Pipelines jobs: commands CI runs with the project's secrets",
+    ),
+    (
+        "**/bitbucket-pipelines.yml",
+        "Bitbucket Pipelines jobs: commands CI runs with the project's secrets",
+    ),
+    (
+        "**/.buildkite/**",
+        "Buildkite pipelines and hooks: commands CI runs with the project's secrets",
+    ),
+    (
+        "**/.github/actions/**",
+        "GitHub Actions of the repository: code its workflows run with the repository's secrets",
+    ),
+    (
+        "**/.config/fish/**",
+        "fish settings and functions: run by every fish",
+    ),
+    (
+        "**/.config/autostart/**",
+        "XDG autostart entries: programs started at the next login",
+    ),
+    (
+        "**/.config/systemd/**",
+        "systemd user units: services started at the next login or timer",
     ),
 ];

@@ -122,6 +122,7 @@ impl PathPolicyBuilder {
             fold_roots,
             fold_blocked: fold_roots || aliases,
             aliases,
+            defaults: self.defaults,
         })?;
         Ok(PathPolicy {
             inner: Arc::new(Inner {
@@ -277,7 +278,9 @@ pub struct Located {
 impl PathPolicy {
     /// The safe defaults blocked for every access, each with what it
     /// prevents: `/proc`, `/sys`, `/dev`, `**/.env*`, `**/*.pem`,
-    /// `**/id_rsa*`, `**/.ssh/**`, `**/.aws/**`.
+    /// `**/id_rsa*`, `**/.ssh/**`, `**/.aws/**`. Of `**/.env*`, the
+    /// templates committed by convention (`.env.example`, `.env.sample`,
+    /// `.env.template`, `.env.dist`) are not blocked.
     pub const DEFAULT_BLOCKED: &'static [(&'static str, &'static str)] = defaults::BLOCKED;
 
     /// The safe defaults blocked for writing only (inside allowed roots
@@ -288,7 +291,12 @@ impl PathPolicy {
     /// `rust-toolchain`, `rust-toolchain.toml`, `.github/workflows/**`,
     /// `.gitlab-ci.yml`, `.pre-commit-config.yaml`, `.husky/**`,
     /// `.devcontainer/**`, `.claude/**`, `.codex/**`, `.cursor/**`,
-    /// `.gemini/**`, `.git/info/**`, `.gitconfig` (at any depth).
+    /// `.gemini/**`, `.git/info/**`, `.gitconfig`, `.yarnrc.yml`,
+    /// `.yarnrc`, `.pnpmfile.cjs`, `.zshenv`, `.zprofile`, `.zlogin`,
+    /// `.bash_profile`, `.bash_login`, `.bash_logout`, `.circleci/**`,
+    /// `.travis.yml`, `azure-pipelines.yml`, `bitbucket-pipelines.yml`,
+    /// `.buildkite/**`, `.github/actions/**`, `.config/fish/**`,
+    /// `.config/autostart/**`, `.config/systemd/**` (at any depth).
     ///
     /// For writes, these and the blocked entries match in every case and
     /// every Windows alias on every host (`.GIT/hooks/x`, `.Env`,
@@ -537,6 +545,33 @@ impl PathPolicy {
             .map(|_| ())
     }
 
+    /// Judge a symbolic link about to be made at the absolute `location`
+    /// (by a command, a patch or a tool): refused when its name is a
+    /// directory on the way to a write-protected entry (`.git`, `.cargo`,
+    /// `.github`, `.github/workflows`, ...), in every case. Through such a
+    /// link, files written under an ordinary name elsewhere would be read
+    /// at protected names: `.cargo -> cfg` makes `cfg/config.toml` cargo's
+    /// config. Where the link points is judged apart.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::WriteProtected`] naming the way and the entry it leads
+    /// to, or [`PathError::RelativeBase`] for a relative `location`.
+    pub fn judge_link_location(&self, location: &Path) -> Result<(), PathError> {
+        let located = Location::from_absolute(location).ok_or_else(|| PathError::RelativeBase {
+            base: location.to_path_buf(),
+        })?;
+        match self.inner.rules.way_entry(&located) {
+            Some(entry) => Err(PathError::WriteProtected {
+                spelling: location.display().to_string(),
+                reading: Reading::Lexical,
+                location: location.to_path_buf(),
+                entry: entry.to_owned(),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The blocked entry (root or glob) that matches the absolute
     /// `location` by its path alone, wherever it lies — inside a root or
     /// not — with no lookup; `None` when nothing blocks it (or `location`
@@ -697,6 +732,52 @@ impl PathPolicy {
     /// ([`PathPolicyBuilder::protect_file_from_writes`]), as given.
     pub fn protected_files(&self) -> impl Iterator<Item = &Path> {
         self.inner.protected_files.iter().map(PathBuf::as_path)
+    }
+
+    /// This policy with the write-protected glob `entry` left out, all
+    /// else (roots, blocked entries, the other protected globs, modes)
+    /// the same. For a caller that judges what such a file holds itself
+    /// before writing it (the write-back judges a git `config` by its keys)
+    /// and writes it through [`PathPolicy::open_beneath`] of the result.
+    ///
+    /// # Errors
+    ///
+    /// As [`PathPolicyBuilder::build`].
+    pub fn without_write_protected(&self, entry: &str) -> Result<PathPolicy, PathError> {
+        let roots: Vec<(PathBuf, RootAccess)> = self
+            .roots()
+            .map(|(root, access)| (root.to_path_buf(), access))
+            .collect();
+        let write_protected: Vec<String> = self
+            .inner
+            .write_protected
+            .iter()
+            .filter(|glob| glob.as_str() != entry)
+            .cloned()
+            .collect();
+        let aliases = self.inner.windows_aliases.applies();
+        let fold_roots = self.inner.case_insensitive.applies();
+        let rules = Rules::compile(&Settings {
+            roots: &roots,
+            blocked: &self.inner.blocked,
+            write_protected: &write_protected,
+            protected_files: &self.inner.protected_files,
+            fold_roots,
+            fold_blocked: fold_roots || aliases,
+            aliases,
+            defaults: self.inner.defaults,
+        })?;
+        Ok(PathPolicy {
+            inner: Arc::new(Inner {
+                rules,
+                blocked: self.inner.blocked.clone(),
+                write_protected,
+                protected_files: self.inner.protected_files.clone(),
+                windows_aliases: self.inner.windows_aliases,
+                case_insensitive: self.inner.case_insensitive,
+                defaults: self.inner.defaults,
+            }),
+        })
     }
 
     /// Whether the safe defaults are in.

@@ -8,6 +8,7 @@ use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet, meta};
 
+use crate::defaults::{DOTENV, DOTENV_TEMPLATES};
 use crate::glob::{glob_regex, is_glob, path_regex};
 use crate::location::Location;
 use crate::spelling::windows_alias_of;
@@ -42,6 +43,14 @@ pub(crate) struct Rules {
     fold_roots: bool,
     aliases: bool,
     allowed_text: String,
+    /// The directories on the way to each write-protected glob (`**/.git`
+    /// and `**/.git/hooks` for `**/.git/hooks/**`), matched exactly and in
+    /// every case, with the glob each leads to.
+    ways: Option<meta::Regex>,
+    way_entries: Vec<String>,
+    /// The entry of the built-in `**/.env*`, which does not block the
+    /// committed templates (`.env.example`, ...).
+    dotenv_default: Option<usize>,
 }
 
 /// Case folding used for roots (and by the simulated file system).
@@ -93,6 +102,8 @@ pub(crate) struct Settings<'a> {
     pub(crate) fold_roots: bool,
     pub(crate) fold_blocked: bool,
     pub(crate) aliases: bool,
+    /// The built-in defaults come first in `blocked`.
+    pub(crate) defaults: bool,
 }
 
 impl Rules {
@@ -158,6 +169,27 @@ impl Rules {
                 entries.push((entry, EntryKind::WriteProtected));
             }
         }
+        let mut way_patterns = Vec::new();
+        let mut way_entries = Vec::new();
+        for entry in settings.write_protected {
+            for way in ways_to(entry) {
+                let regex = glob_regex(&way).map_err(|e| invalid(entry, e))?;
+                // Only the directory itself, not what is beneath it.
+                let exact = regex
+                    .strip_suffix("(?s-u:/.*)?$")
+                    .map_or_else(|| regex.clone(), |r| format!("{r}$"));
+                way_patterns.push(exact);
+                way_entries.push(format!("{way} (on the way to {entry})"));
+            }
+        }
+        let ways = compile_entries(&way_patterns, true)?;
+        let dotenv_default = if settings.defaults {
+            entries
+                .iter()
+                .position(|(entry, kind)| *kind == EntryKind::Blocked && entry == DOTENV)
+        } else {
+            None
+        };
         let automaton = compile_entries(&patterns, settings.fold_blocked)?;
         // Writes match in every case whatever the modes say: on a
         // case-insensitive mount (WSL's /mnt/c, a Mac volume in a
@@ -187,6 +219,9 @@ impl Rules {
             fold_roots: settings.fold_roots,
             aliases: settings.aliases,
             allowed_text,
+            ways,
+            way_entries,
+            dotenv_default,
         })
     }
 
@@ -268,6 +303,8 @@ impl Rules {
         for id in set.iter() {
             let (entry, kind) = self.entries.get(id.as_usize())?;
             match kind {
+                EntryKind::Blocked
+                    if self.dotenv_default == Some(id.as_usize()) && is_template(location) => {}
                 EntryKind::Blocked => return Some((entry, *kind)),
                 EntryKind::WriteProtected if access == Access::Write => {
                     protected.get_or_insert((entry.as_str(), *kind));
@@ -276,6 +313,21 @@ impl Rules {
             }
         }
         protected
+    }
+
+    /// The way to a write-protected entry that `location` is (`/r/.cargo`
+    /// for `**/.cargo/config.toml`), in every case: what a link there
+    /// would make reachable at protected names.
+    pub(crate) fn way_entry(&self, location: &Location) -> Option<&str> {
+        let ways = self.ways.as_ref()?;
+        let input = Input::new(location.as_bytes()).anchored(Anchored::Yes);
+        if !ways.is_match(input.clone()) {
+            return None;
+        }
+        let mut set = PatternSet::new(ways.pattern_len());
+        ways.which_overlapping_matches(&input, &mut set);
+        let id = set.iter().next()?;
+        self.way_entries.get(id.as_usize()).map(String::as_str)
     }
 
     /// The blocked entry (not a write-protected one) that matches
@@ -445,4 +497,37 @@ fn contains(root: &[u8], location: &[u8]) -> bool {
         return location.first() == Some(&b'/');
     }
     location.starts_with(root) && matches!(location.get(root.len()), None | Some(b'/'))
+}
+
+/// Whether the final name of `location` is a committed dotenv template
+/// (`.env.example`, ...), in any case and as Windows names it.
+fn is_template(location: &Location) -> bool {
+    location.names().last().is_some_and(|name| {
+        let alias = windows_alias_of(name);
+        let name = if alias.is_empty() { name } else { alias };
+        DOTENV_TEMPLATES
+            .iter()
+            .any(|template| name.eq_ignore_ascii_case(template.as_bytes()))
+    })
+}
+
+/// The globs of the directories on the way to a write-protected glob:
+/// `**/.github` and `**/.github/workflows` for `**/.github/workflows/**`;
+/// none for `**/.gitmodules`. A prefix ending in a wildcard component is
+/// left out (it names no one directory).
+fn ways_to(entry: &str) -> Vec<String> {
+    let components: Vec<&str> = entry.split('/').collect();
+    let mut ways = Vec::new();
+    for end in 1..components.len() {
+        let Some(last) = components.get(end - 1) else {
+            continue;
+        };
+        if last.is_empty() || *last == "**" {
+            continue;
+        }
+        if let Some(prefix) = components.get(..end) {
+            ways.push(prefix.join("/"));
+        }
+    }
+    ways
 }

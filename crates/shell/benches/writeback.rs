@@ -8,7 +8,8 @@
 //! run back to back so that both see the same load. Before criterion runs,
 //! the bench prints the medians of 15 interleaved pairs and their ratio.
 //!
-//! `cargo bench -p agentcaps-shell --bench writeback`
+//! `cargo bench -p agentcaps-shell --bench writeback` (`WRITEBACK_FILES=32000`
+//! for another count)
 
 // criterion's macros generate undocumented public functions.
 #![allow(missing_docs)]
@@ -20,7 +21,14 @@ use agentcaps_paths::PathPolicy;
 use agentcaps_shell::writeback::write_back_layers;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 
-const FILES: usize = 1000;
+/// How many files: 1000, or `WRITEBACK_FILES` (`WRITEBACK_FILES=32000
+/// cargo bench -p agentcaps-shell --bench writeback`).
+fn files() -> usize {
+    std::env::var("WRITEBACK_FILES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000)
+}
 
 struct Trees {
     _dir: tempfile::TempDir,
@@ -35,7 +43,7 @@ fn trees() -> Trees {
     let upper = base.join("upper");
     for (tree, fill) in [(&root, b'a'), (&upper, b'b')] {
         std::fs::create_dir_all(tree.join("src")).expect("mkdir");
-        for i in 0..FILES {
+        for i in 0..files() {
             std::fs::write(tree.join(format!("src/f{i}.rs")), vec![fill; 2048]).expect("write");
         }
     }
@@ -56,7 +64,7 @@ fn commit(trees: &Trees) -> Duration {
     let took = started.elapsed();
     assert_eq!(
         changes.applied.len(),
-        FILES,
+        files(),
         "{:?}",
         changes.refused.first()
     );
@@ -93,7 +101,8 @@ fn interleaved() {
     ratios.sort_by(f64::total_cmp);
     let ratio = ratios.get(ratios.len() / 2).copied().unwrap_or_default();
     println!(
-        "15 interleaved pairs: write-back of {FILES} changed files median {:?}, cp of them median {:?}, median ratio {ratio:.2} (target <= 1.5)",
+        "15 interleaved pairs: write-back of {} changed files median {:?}, cp of them median {:?}, median ratio {ratio:.2} (target <= 1.5)",
+        files(),
         median(commits),
         median(copies)
     );
@@ -101,7 +110,7 @@ fn interleaved() {
 
 fn bench(c: &mut Criterion) {
     interleaved();
-    let mut group = c.benchmark_group("1000 changed files");
+    let mut group = c.benchmark_group(format!("{} changed files", files()));
     group.bench_function("write-back (judge + commit)", |b| {
         b.iter_batched(trees, |t| commit(&t), BatchSize::PerIteration);
     });

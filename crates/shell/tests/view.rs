@@ -5,10 +5,14 @@
 #[path = "view/support.rs"]
 mod support;
 
+#[path = "view/commits.rs"]
+mod commits;
 #[path = "view/failclosed.rs"]
 mod failclosed;
 #[path = "view/installations.rs"]
 mod installations;
+#[path = "view/git.rs"]
+mod git;
 #[path = "view/isolation.rs"]
 mod isolation;
 #[path = "view/masking.rs"]

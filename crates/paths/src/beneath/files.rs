@@ -548,4 +548,19 @@ impl Beneath {
         sys::remove_dir_at(&dir, &name).map_err(|failed| io("remove", &target.location, failed))?;
         self.sync_dir(&dir, &target.location)
     }
+
+    /// Give the directory at the path the permission bits `mode & 0o777`
+    /// (set-id and sticky bits are never set). The directory is opened
+    /// beneath the root's handle refusing every link, and changed through
+    /// that handle. On Windows, nothing is done.
+    ///
+    /// # Errors
+    ///
+    /// A refusal for [`Access::Write`], [`PathError::Changed`] when a link
+    /// or a file is there, or I/O.
+    pub fn set_dir_mode(&self, base: &Path, spelling: &str, mode: u32) -> Result<(), PathError> {
+        let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
+        let dir = self.open_dir(&target, &target.relative)?;
+        sys::chmod_dir(&dir, mode).map_err(|failed| io("chmod", &target.location, failed))
+    }
 }

@@ -129,6 +129,9 @@ pub struct Beneath {
     view: Arc<dyn FileSystem>,
     roots: Vec<(PathBuf, Option<Dir>)>,
     durable: bool,
+    /// With [`Beneath::share_dir_handles`]: one handle per parent
+    /// directory, by root and path beneath it.
+    dir_cache: Option<std::sync::Mutex<std::collections::HashMap<(usize, PathBuf), Dir>>>,
     /// Test seams: behave as without `openat2`, `RENAME_EXCHANGE` or hard
     /// links.
     missing: Missing,
@@ -179,6 +182,7 @@ impl Beneath {
             view,
             roots,
             durable: false,
+            dir_cache: None,
             missing: Missing::default(),
         })
     }
@@ -250,8 +254,22 @@ impl Beneath {
             })?
             .to_os_string();
         let parent = target.relative.parent().unwrap_or(Path::new(""));
+        let Some(cache) = &self.dir_cache else {
+            return Ok((self.open_dir(target, parent)?, name));
+        };
+        let shared =
+            |dir: &Dir| sys::share(dir).map_err(|e| PathError::io("open", &target.location, e));
+        let key = (target.root, parent.to_path_buf());
+        let mut cache = cache
+            .lock()
+            .map_err(|_| changed(&target.spelling, &target.location, "a handle cache failed"))?;
+        if let Some(dir) = cache.get(&key) {
+            return Ok((shared(dir)?, name));
+        }
         let dir = self.open_dir(target, parent)?;
-        Ok((dir, name))
+        let handle = shared(&dir)?;
+        cache.insert(key, dir);
+        Ok((handle, name))
     }
 
     fn sync_dir(&self, dir: &Dir, location: &Path) -> Result<(), PathError> {
@@ -279,6 +297,17 @@ impl Beneath {
     #[doc(hidden)]
     pub fn simulate_missing_openat2(&mut self, on: bool) {
         self.missing.openat2 = on;
+    }
+
+    /// Keep one handle per directory for as long as this value lives, and
+    /// use it for every later operation in that directory (off by
+    /// default). A transaction over many files in few directories then
+    /// holds one descriptor per directory, not one per staged file or
+    /// file set aside. A directory is opened beneath the root refusing
+    /// every link the first time, as always; later operations there go
+    /// through that handle, wherever the directory has been moved since.
+    pub fn share_dir_handles(&mut self, on: bool) {
+        self.dir_cache = on.then(Default::default);
     }
 
     /// Whether to `fsync` written files and their directories (off by

@@ -7,6 +7,7 @@
 #![allow(clippy::duplicate_mod)]
 
 mod config;
+mod link_ways;
 mod lookups;
 mod portable;
 mod sim_fs;

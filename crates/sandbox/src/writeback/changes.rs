@@ -46,6 +46,58 @@ impl fmt::Display for ChangeAction {
     }
 }
 
+/// The rules the write-back itself refuses changes by (the path policy's
+/// own, such as `write-protected`, come from the path crate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// The real entry changed while the command ran.
+    Conflict,
+    /// A FIFO, socket or device.
+    SpecialFile,
+    /// A mode change of an existing directory.
+    DirectoryMode,
+    /// A file or link in the place of a directory or special file.
+    ReplacesDirectory,
+    /// A hard link to a file the command did not create.
+    HardLink,
+    /// Set-user-ID, set-group-ID or sticky bits.
+    SetId,
+    /// A git config key that could run a program.
+    GitConfigKey,
+    /// A link whose target leaves the roots.
+    LinkOutsideRoots,
+    /// The staging layer could not be read.
+    StagingUnreadable,
+    /// The commit failed and was rolled back.
+    CommitFailed,
+    /// Extended attributes changed (never applied).
+    Xattr,
+}
+
+impl Rule {
+    /// The rule's ID, as results carry it.
+    pub(crate) fn rule(self) -> &'static str {
+        match self {
+            Self::Conflict => "conflict",
+            Self::SpecialFile => "special-file",
+            Self::DirectoryMode => "directory-mode",
+            Self::ReplacesDirectory => "replaces-directory",
+            Self::HardLink => "hard-link",
+            Self::SetId => "set-id",
+            Self::GitConfigKey => "git-config-key",
+            Self::LinkOutsideRoots => "link-outside-roots",
+            Self::StagingUnreadable => "staging-unreadable",
+            Self::CommitFailed => "commit-failed",
+            Self::Xattr => "xattr",
+        }
+    }
+
+    /// The ID as an owned string.
+    pub(crate) fn id(self) -> String {
+        self.rule().to_owned()
+    }
+}
+
 /// A change that landed in the real tree.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
@@ -75,7 +127,8 @@ pub struct RefusedChange {
     pub from: Option<String>,
     /// The rule that refused it (`write-protected`, `blocked`,
     /// `not-portable`, `link-outside-roots`, `special-file`, `set-id`,
-    /// `hard-link`, `read-only`, `outside-roots`, `commit-failed`, ...).
+    /// `hard-link`, `read-only`, `outside-roots`, `conflict`,
+    /// `commit-failed`, ...).
     pub rule: String,
     /// Why, in one sentence.
     pub reason: String,

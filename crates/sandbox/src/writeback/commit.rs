@@ -12,7 +12,7 @@
 //! 4. Once all is in place, the files kept aside are removed, then the
 //!    directories deleted whole.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
@@ -39,6 +39,44 @@ pub(crate) struct RootOps<'a> {
     pub(crate) root: &'a Path,
     /// Its changes, parents before children.
     pub(crate) ops: Vec<Op>,
+    /// Where a file or link is removed to make room for a new entry, or
+    /// is the old half of a rename (looked up per change: sets, so that
+    /// the bookkeeping stays O(N log N)).
+    removed_files: BTreeSet<String>,
+    /// Where something other than a delete happens.
+    placed: BTreeSet<String>,
+    /// Where renamed files were.
+    renamed_from: BTreeSet<String>,
+}
+
+impl<'a> RootOps<'a> {
+    /// One root's changes, with their lookups.
+    pub(crate) fn new(root: &'a Path, ops: Vec<Op>) -> Self {
+        let mut removed_files = BTreeSet::new();
+        let mut placed = BTreeSet::new();
+        let mut renamed_from = BTreeSet::new();
+        for op in &ops {
+            match op {
+                Op::Delete { rel, dir: false } => {
+                    removed_files.insert(rel.clone());
+                }
+                Op::Delete { .. } => {}
+                other => {
+                    placed.insert(other.rel().to_owned());
+                }
+            }
+            if let Some(from) = op.renamed_from() {
+                renamed_from.insert(from.to_owned());
+            }
+        }
+        Self {
+            root,
+            ops,
+            removed_files,
+            placed,
+            renamed_from,
+        }
+    }
 }
 
 /// What was done so far, to undo on failure.
@@ -82,6 +120,15 @@ pub(crate) fn commit(
             for (root, rel) in removed_dirs.iter().rev() {
                 let _ = remove_tree(beneath, root, rel);
             }
+            // New directories get their own mode last, deepest first (one
+            // the command made read-only still took its entries).
+            for root in roots {
+                for op in root.ops.iter().rev() {
+                    if let Op::CreateDir { rel, mode } = op {
+                        let _ = beneath.set_dir_mode(root.root, rel, *mode);
+                    }
+                }
+            }
             Ok(roots
                 .iter()
                 .flat_map(|r| {
@@ -89,10 +136,10 @@ pub(crate) fn commit(
                         // A delete that makes room for a new entry is part
                         // of that entry's change.
                         let replaced_by_next = matches!(op, Op::Delete { dir: false, .. })
-                            && r.ops.iter().filter(|o| o.rel() == op.rel()).count() > 1;
+                            && r.placed.contains(op.rel());
                         // The delete half of a rename is the rename.
                         let moved = matches!(op, Op::Delete { dir: false, .. })
-                            && r.ops.iter().any(|o| o.renamed_from() == Some(op.rel()));
+                            && r.renamed_from.contains(op.rel());
                         (!replaced_by_next && !moved).then(|| Change {
                             path: shown(&r.root.join(op.rel()), cwd),
                             action: op.action(),
@@ -127,8 +174,8 @@ fn apply(
     // 1. Directories.
     for root in roots {
         for op in &root.ops {
-            if let Op::CreateDir { rel } = op {
-                if replaced_first(&root.ops, rel) {
+            if let Op::CreateDir { rel, .. } = op {
+                if replaced_first(root, rel) {
                     continue;
                 }
                 steps.next()?;
@@ -172,17 +219,27 @@ fn apply(
     Ok(removed_dirs)
 }
 
-/// Whether a directory at `rel` is created only after the file there is
-/// removed (then it is created in step 3).
-fn replaced_first(ops: &[Op], rel: &str) -> bool {
-    ops.iter()
-        .any(|op| matches!(op, Op::Delete { rel: r, dir: false } if r == rel))
+/// Whether a new entry at `rel` can only be made once the file or link at
+/// its place, or at the place of a directory above it, is removed (then it
+/// is made in step 3): until then, making it would follow a link the
+/// command replaced by a directory, into that link's target.
+fn replaced_first(root: &RootOps<'_>, rel: &str) -> bool {
+    let mut at = rel;
+    loop {
+        if root.removed_files.contains(at) {
+            return true;
+        }
+        match at.rfind('/') {
+            Some(slash) => at = at.get(..slash).unwrap_or_default(),
+            None => return false,
+        }
+    }
 }
 
 /// Whether the new entry at `rel` can only be staged once the entry there
-/// now is out of the way (staging would follow a link standing there).
-fn staged_late(ops: &[Op], rel: &str) -> bool {
-    replaced_first(ops, rel)
+/// now is out of the way.
+fn staged_late(root: &RootOps<'_>, rel: &str) -> bool {
+    replaced_first(root, rel)
 }
 
 fn stage_all(
@@ -204,7 +261,7 @@ fn stage_all(
                     link_of,
                     ..
                 } => {
-                    if staged_late(&root.ops, rel) {
+                    if staged_late(root, rel) {
                         staged.push(None);
                         continue;
                     }
@@ -228,7 +285,7 @@ fn stage_all(
                     staged.push(Some(file));
                 }
                 Op::Symlink { rel, target, .. } => {
-                    if staged_late(&root.ops, rel) {
+                    if staged_late(root, rel) {
                         staged.push(None);
                         continue;
                     }
@@ -265,14 +322,14 @@ fn place(
             Op::Symlink { rel, target, .. } => {
                 beneath.stage_symlink(base, rel, target).map_err(failed)
             }
-            Op::CreateDir { rel } | Op::Delete { rel, .. } => {
+            Op::CreateDir { rel, .. } | Op::Delete { rel, .. } => {
                 Err(format!("nothing to stage for {rel}"))
             }
         }
     };
     match op {
-        Op::CreateDir { rel } => {
-            if replaced_first(&root.ops, rel) {
+        Op::CreateDir { rel, .. } => {
+            if replaced_first(root, rel) {
                 steps.next()?;
                 beneath.create_dir_all(base, rel).map_err(failed)?;
                 undo.dirs.push((base.to_path_buf(), rel.clone()));

@@ -1,11 +1,14 @@
 //! Judging each change of a writable root as a write the agent asked for.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
 
-use super::changes::{ChangeAction, RefusedChange};
+use super::changes::{ChangeAction, RefusedChange, Rule};
+use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
 
 /// One allowed change, as the commit performs it. `rel` is relative to
@@ -16,6 +19,9 @@ pub(crate) enum Op {
     CreateDir {
         /// Relative to the root.
         rel: String,
+        /// Permission bits to give it once everything beneath is in place
+        /// (`& 0o777`).
+        mode: u32,
     },
     /// Put the staged file's content (with `mode & 0o777`) at `rel`.
     Write {
@@ -58,7 +64,7 @@ impl Op {
     /// The path relative to the root.
     pub(crate) fn rel(&self) -> &str {
         match self {
-            Self::CreateDir { rel }
+            Self::CreateDir { rel, .. }
             | Self::Write { rel, .. }
             | Self::Symlink { rel, .. }
             | Self::Delete { rel, .. } => rel,
@@ -156,11 +162,35 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             continue;
         };
         let created = entry.lower == Lower::Absent;
+        if entry.changed_since
+            && !created
+            && !matches!(
+                (&entry.upper, entry.lower),
+                (Upper::Dir { .. }, Lower::Dir { .. })
+            )
+        {
+            let action = match entry.upper {
+                Upper::Deleted => ChangeAction::Delete,
+                Upper::Symlink(_) => ChangeAction::Link,
+                _ => ChangeAction::Modify,
+            };
+            refuse(
+                action,
+                (
+                    Rule::Conflict.id(),
+                    "it changed in the real tree while the command ran (the host or another run wrote it); that version is kept".to_owned(),
+                ),
+            );
+            if matches!(entry.upper, Upper::Dir { .. }) {
+                refused_dirs.push(entry.rel.clone());
+            }
+            continue;
+        }
         match &entry.upper {
             Upper::Special => refuse(
                 ChangeAction::Create,
                 (
-                    "special-file".to_owned(),
+                    Rule::SpecialFile.id(),
                     "FIFOs, sockets and devices are never written to the real tree".to_owned(),
                 ),
             ),
@@ -170,7 +200,9 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
-                _ => match judge_write(policy, root, &entry.rel) {
+                _ => match judge_write(policy, root, &entry.rel)
+                    .and_then(|()| judge_not_git_code(&entry.rel, false))
+                {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
@@ -181,7 +213,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         refuse(
                             ChangeAction::Mode,
                             (
-                                "directory-mode".to_owned(),
+                                Rule::DirectoryMode.id(),
                                 "permission changes of existing directories are not applied"
                                     .to_owned(),
                             ),
@@ -199,7 +231,10 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                                     dir: false,
                                 });
                             }
-                            judged.ops.push(Op::CreateDir { rel });
+                            judged.ops.push(Op::CreateDir {
+                                rel,
+                                mode: mode & 0o777,
+                            });
                         }
                         Err(why) => {
                             refuse(ChangeAction::Create, why);
@@ -210,12 +245,12 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             },
             Upper::Symlink(target) => {
                 let verdict = judge_write(policy, root, &entry.rel)
+                    .and_then(|()| judge_not_git_code(&entry.rel, true))
+                    .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| {
-                        if created {
-                            judge_new_name(&entry.rel)
-                        } else {
-                            Ok(())
-                        }
+                        policy
+                            .judge_link_location(&root.join(&entry.rel))
+                            .map_err(|e| refusal(&e))
                     })
                     .and_then(|()| judge_link_target(policy, root, &entry.rel, target));
                 match verdict {
@@ -224,7 +259,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                             refuse(
                                 ChangeAction::Link,
                                 (
-                                    "replaces-directory".to_owned(),
+                                    Rule::ReplacesDirectory.id(),
                                     "a link may not take the place of a directory or special file"
                                         .to_owned(),
                                 ),
@@ -253,20 +288,16 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     refuse(
                         ChangeAction::Link,
                         (
-                            "hard-link".to_owned(),
+                            Rule::HardLink.id(),
                             "a hard link to a file the command did not create is never applied"
                                 .to_owned(),
                         ),
                     );
                     continue;
                 }
-                let verdict = judge_write(policy, root, &entry.rel).and_then(|()| {
-                    if created {
-                        judge_new_name(&entry.rel)
-                    } else {
-                        Ok(())
-                    }
-                });
+                let verdict = judge_file_write(policy, root, entry)
+                    .and_then(|()| judge_name_if_new(created, &entry.rel))
+                    .and_then(|()| judge_git_file(&entry.rel));
                 if let Err(why) = verdict {
                     let action = if created {
                         ChangeAction::Create
@@ -280,7 +311,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     refuse(
                         ChangeAction::Mode,
                         (
-                            "set-id".to_owned(),
+                            Rule::SetId.id(),
                             "set-user-ID, set-group-ID and sticky bits are never applied; the file lands without them"
                                 .to_owned(),
                         ),
@@ -290,10 +321,21 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     Lower::Absent => Some(ChangeAction::Create),
                     Lower::File { mode: old, len } => {
                         if !same_content(&entry.staged, &root.join(&entry.rel), len) {
+                            // (Copied up and rewritten with the same
+                            // bytes, or only touched: no change.)
                             Some(ChangeAction::Modify)
                         } else if old & 0o777 != mode & 0o777 {
                             Some(ChangeAction::Mode)
                         } else {
+                            if xattrs_differ(&entry.staged, &root.join(&entry.rel)) {
+                                refuse(
+                                    ChangeAction::Mode,
+                                    (
+                                        Rule::Xattr.id(),
+                                        "extended attributes are never written to the real tree; the file is unchanged".to_owned(),
+                                    ),
+                                );
+                            }
                             None
                         }
                     }
@@ -308,7 +350,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                         refuse(
                             ChangeAction::Modify,
                             (
-                                "replaces-directory".to_owned(),
+                                Rule::ReplacesDirectory.id(),
                                 "a file may not take the place of a directory or special file"
                                     .to_owned(),
                             ),
@@ -543,6 +585,70 @@ fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refus
     Ok(())
 }
 
+/// A file written at `entry.rel`: the path policy; inside a git directory,
+/// only git's data, and a config whose every new key runs nothing (a
+/// config is judged by its content instead of being write-protected).
+fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(), Refusal> {
+    match git_place(&entry.rel, false) {
+        GitPlace::Config => {
+            match judge_write(policy, root, &entry.rel) {
+                Err((rule, _)) if rule == "write-protected" => {}
+                other => other?,
+            }
+            let old = matches!(entry.lower, Lower::File { .. }).then(|| root.join(&entry.rel));
+            judge_config(&entry.staged, old.as_deref()).map_err(|(key, why)| {
+                (
+                    Rule::GitConfigKey.id(),
+                    format!("the git config sets `{key}`: {why}; git runs what such keys name, so the config does not land (the repository keeps its config)"),
+                )
+            })
+        }
+        _ => {
+            judge_write(policy, root, &entry.rel)?;
+            judge_not_git_code(&entry.rel, false)
+        }
+    }
+}
+
+/// Inside a git directory, anything but git's data is refused; a config
+/// put there as a link too (as a file, [`judge_file_write`] judges its
+/// keys).
+fn judge_not_git_code(rel: &Path, link: bool) -> Result<(), Refusal> {
+    let other = match git_place(rel, false) {
+        GitPlace::Other(inner) => inner,
+        GitPlace::Config if link => "config".to_owned(),
+        _ => return Ok(()),
+    };
+    Err((
+        "write-protected".to_owned(),
+        format!(
+            "inside a git directory only git's data lands (objects, refs, logs, HEAD, the index, the state of a merge, rebase or bisect); `{other}` is not data, and git may run or follow what it holds"
+        ),
+    ))
+}
+
+/// A file named `.git` (in any case) is a `gitdir:` pointer: git takes
+/// the directory it names as the repository, config and hooks included.
+/// None is ever written.
+fn judge_git_file(rel: &Path) -> Result<(), Refusal> {
+    let is_git = rel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.eq_ignore_ascii_case(".git"));
+    if is_git {
+        return Err((
+            "write-protected".to_owned(),
+            "a `.git` file points git at another repository directory (`gitdir:`), whose config and hooks git runs; it is never written".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// [`judge_new_name`] for an entry the command created.
+fn judge_name_if_new(created: bool, rel: &Path) -> Result<(), Refusal> {
+    if created { judge_new_name(rel) } else { Ok(()) }
+}
+
 /// A new entry's name must be portable.
 fn judge_new_name(rel: &Path) -> Result<(), Refusal> {
     let name = rel.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
@@ -569,16 +675,37 @@ fn judge_link_target(
         ));
     };
     let base = root.join(rel.parent().unwrap_or(Path::new("")));
+    if in_runtime(policy, target) {
+        return Ok(());
+    }
     policy
         .check(&base, text, Access::Read)
         .map(|_| ())
         .map_err(|error| match error.rule() {
             "outside-roots" => (
-                "link-outside-roots".to_owned(),
+                Rule::LinkOutsideRoots.id(),
                 format!("the link points outside the roots: {error}"),
             ),
             _ => refusal(&error),
         })
+}
+
+/// The system's read-only runtime, which every view holds read-only and
+/// every user may read: a link into it grants nothing (a virtual
+/// environment's `bin/python3 -> /usr/bin/python3`).
+const RUNTIME: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib64"];
+
+/// Whether `target` is an absolute, plain path (no `.` or `..`) inside
+/// the runtime, and not blocked.
+fn in_runtime(policy: &PathPolicy, target: &Path) -> bool {
+    use std::path::Component;
+    let plain = target.is_absolute()
+        && target
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    plain
+        && RUNTIME.iter().any(|dir| target.starts_with(dir))
+        && policy.blocked_entry(target).is_none()
 }
 
 /// Removing a directory of the real tree: it and everything beneath it
@@ -600,20 +727,51 @@ fn judge_tree_removal(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<()
 }
 
 /// Whether the staged file holds exactly what the real file of `len`
-/// bytes does. A different size or modification time says no without
-/// reading (a copy-up for a mode change keeps both); the bytes decide
-/// otherwise.
+/// bytes does, compared in chunks (memory stays bounded whatever the
+/// size). Modification times do not count: a file only opened for writing
+/// or touched holds the same bytes, and is no change.
 fn same_content(staged: &Path, real: &Path, len: u64) -> bool {
-    let (Ok(meta), Ok(real_meta)) = (std::fs::metadata(staged), std::fs::metadata(real)) else {
-        return false;
-    };
-    if meta.len() != len || meta.modified().ok() != real_meta.modified().ok() {
-        return false;
-    }
-    match (std::fs::read(staged), std::fs::read(real)) {
-        (Ok(a), Ok(b)) => a == b,
+    match std::fs::metadata(staged) {
+        Ok(meta) if meta.len() == len => same_bytes(staged, real),
         _ => false,
     }
+}
+
+/// Whether the two files' extended attributes differ (the overlay's own,
+/// `user.overlay.*` and `trusted.overlay.*`, aside). Attributes that cannot
+/// be read count as different: the change is listed, never dropped.
+fn xattrs_differ(staged: &Path, real: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        xattrs(staged) != xattrs(real)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (staged, real);
+        false
+    }
+}
+
+/// A file's extended attributes, by name (`None` when unreadable).
+#[cfg(unix)]
+fn xattrs(path: &Path) -> Option<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut names = vec![0u8; 64 * 1024];
+    let len = rustix::fs::llistxattr(path, &mut names).ok()?;
+    let mut out = BTreeMap::new();
+    for name in names
+        .get(..len)?
+        .split(|&b| b == 0)
+        .filter(|n| !n.is_empty())
+    {
+        if name.starts_with(b"user.overlay.") || name.starts_with(b"trusted.overlay.") {
+            continue;
+        }
+        let text = std::ffi::OsStr::from_bytes(name);
+        let mut value = vec![0u8; 64 * 1024];
+        let n = rustix::fs::lgetxattr(path, text, &mut value).ok()?;
+        out.insert(name.to_vec(), value.get(..n)?.to_vec());
+    }
+    Some(out)
 }
 
 /// The path a result shows for `location`: relative to `cwd` when beneath

@@ -74,10 +74,69 @@ pub(crate) struct Entry {
     pub(crate) rel: PathBuf,
     /// What the command left there.
     pub(crate) upper: Upper,
-    /// What the real tree holds there.
+    /// What the real tree holds there, as far as it is the entry the
+    /// command replaced: beneath a directory the command put in place of a
+    /// link or a file, the real tree holds nothing there (whatever the
+    /// link's target holds at that name is not this entry).
     pub(crate) lower: Lower,
+    /// The real entry (or, for a directory, anything beneath it that
+    /// the commit would remove) changed after the view was built: by the
+    /// host or another run, not by this command.
+    pub(crate) changed_since: bool,
     /// The staged entry's own path (its content, for files).
     pub(crate) staged: PathBuf,
+}
+
+/// How much of the real tree the command saw beneath a directory of its
+/// staging layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg(unix)]
+enum Seen {
+    /// The real directory, merged with the staging layer's: what the real
+    /// tree holds there is what the command worked on.
+    Merged,
+    /// A real directory the command never saw the entries of (it removed
+    /// it and made a new one, an opaque directory, or this is beneath
+    /// one): every real entry the staging layer does not hold is deleted.
+    Hidden,
+    /// No real directory (nothing there, or a link or a file the command
+    /// replaced by a directory): every entry beneath is new.
+    Nothing,
+}
+
+/// When the view was built, as the file system's clock tells it: the
+/// staging layer's birth time. A real entry whose status changed after
+/// that was changed by someone else while the command ran. `None` where
+/// the file system records no birth time (every real entry a change
+/// touches then counts as changed: no edit is ever overwritten unseen).
+#[cfg(target_os = "linux")]
+fn built_at(upper: &Path) -> Option<(i64, u32)> {
+    use rustix::fs::{AtFlags, StatxFlags, statx};
+    let st = statx(
+        rustix::fs::CWD,
+        upper,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BTIME,
+    )
+    .ok()?;
+    (st.stx_mask & StatxFlags::BTIME.bits() != 0)
+        .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec))
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+fn built_at(_upper: &Path) -> Option<(i64, u32)> {
+    None
+}
+
+/// Whether the real entry at `path` changed after `built` (its status
+/// change time is later; that time cannot be set by any program).
+#[cfg(unix)]
+fn changed_after(meta: &std::fs::Metadata, built: Option<(i64, u32)>) -> bool {
+    let Some(built) = built else {
+        return true;
+    };
+    let ctime = (meta.ctime(), u32::try_from(meta.ctime_nsec()).unwrap_or(0));
+    ctime > built
 }
 
 /// The extended attribute that makes an upper directory opaque (overlays
@@ -102,84 +161,151 @@ pub(crate) fn scan(root: &Path, upper: &Path) -> io::Result<Vec<Entry>> {
     }
     #[cfg(unix)]
     {
-        let mut entries = Vec::new();
-        walk(root, upper, Path::new(""), &mut entries)?;
-        Ok(entries)
-    }
-}
-
-#[cfg(unix)]
-fn walk(root: &Path, upper: &Path, rel: &Path, out: &mut Vec<Entry>) -> io::Result<()> {
-    let dir = upper.join(rel);
-    let mut names: Vec<_> = std::fs::read_dir(&dir)?
-        .map(|entry| entry.map(|e| e.file_name()))
-        .collect::<io::Result<_>>()?;
-    names.sort();
-    for name in names {
-        let rel = rel.join(&name);
-        let staged = upper.join(&rel);
-        let meta = std::fs::symlink_metadata(&staged)?;
-        let kind = meta.file_type();
-        let upper_kind = if kind.is_file() {
-            Upper::File {
-                mode: meta.mode() & 0o7777,
-                inode: (meta.dev(), meta.ino()),
-                links: meta.nlink(),
-            }
-        } else if kind.is_dir() {
-            Upper::Dir {
-                mode: meta.mode() & 0o7777,
-                opaque: is_opaque(&staged),
-            }
-        } else if kind.is_symlink() {
-            Upper::Symlink(std::fs::read_link(&staged)?)
-        } else if kind.is_char_device() && meta.rdev() == 0 {
-            Upper::Deleted
-        } else {
-            Upper::Special
+        let mut walker = Walker {
+            root,
+            upper,
+            built: built_at(upper),
+            out: Vec::new(),
         };
-        let lower = lower_at(&root.join(&rel));
-        let descend = matches!(upper_kind, Upper::Dir { .. });
-        let opaque = matches!(upper_kind, Upper::Dir { opaque: true, .. });
-        out.push(Entry {
-            rel: rel.clone(),
-            upper: upper_kind,
-            lower,
-            staged,
-        });
-        if opaque && matches!(lower, Lower::Dir { .. }) {
-            hidden_by_opaque(root, upper, &rel, out)?;
-        }
-        if descend {
-            walk(root, upper, &rel, out)?;
-        }
+        walker.walk(Path::new(""), Seen::Merged)?;
+        Ok(walker.out)
     }
-    Ok(())
 }
 
-/// The real tree's entries beneath an opaque directory that the command
-/// did not recreate: each is deleted.
 #[cfg(unix)]
-fn hidden_by_opaque(root: &Path, upper: &Path, rel: &Path, out: &mut Vec<Entry>) -> io::Result<()> {
-    let Ok(read) = std::fs::read_dir(root.join(rel)) else {
-        return Ok(());
-    };
-    let mut names: Vec<_> = read.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
-    names.sort();
-    for name in names {
-        let child = rel.join(&name);
-        let staged = upper.join(&child);
-        if std::fs::symlink_metadata(&staged).is_ok() {
-            continue;
+struct Walker<'a> {
+    root: &'a Path,
+    upper: &'a Path,
+    built: Option<(i64, u32)>,
+    out: Vec<Entry>,
+}
+
+#[cfg(unix)]
+impl Walker<'_> {
+    /// What the real tree holds at `rel`, and whether it changed since the
+    /// view was built; nothing when the command saw no real directory
+    /// above it.
+    fn lower(&self, rel: &Path, above: Seen) -> (Lower, bool) {
+        if above == Seen::Nothing {
+            return (Lower::Absent, false);
         }
-        out.push(Entry {
-            lower: lower_at(&root.join(&child)),
-            rel: child,
-            upper: Upper::Deleted,
-            staged,
-        });
+        match std::fs::symlink_metadata(self.root.join(rel)) {
+            Err(_) => (Lower::Absent, false),
+            Ok(meta) => (lower_of(&meta), changed_after(&meta, self.built)),
+        }
     }
-    Ok(())
+
+    fn walk(&mut self, rel: &Path, here: Seen) -> io::Result<()> {
+        let dir = self.upper.join(rel);
+        let mut names: Vec<_> = std::fs::read_dir(&dir)?
+            .map(|entry| entry.map(|e| e.file_name()))
+            .collect::<io::Result<_>>()?;
+        names.sort();
+        if here == Seen::Hidden {
+            self.hidden(rel, &names)?;
+        }
+        for name in names {
+            let rel = rel.join(&name);
+            let staged = self.upper.join(&rel);
+            let meta = std::fs::symlink_metadata(&staged)?;
+            let kind = meta.file_type();
+            let upper_kind = if kind.is_file() {
+                Upper::File {
+                    mode: meta.mode() & 0o7777,
+                    inode: (meta.dev(), meta.ino()),
+                    links: meta.nlink(),
+                }
+            } else if kind.is_dir() {
+                Upper::Dir {
+                    mode: meta.mode() & 0o7777,
+                    opaque: is_opaque(&staged),
+                }
+            } else if kind.is_symlink() {
+                Upper::Symlink(std::fs::read_link(&staged)?)
+            } else if kind.is_char_device() && meta.rdev() == 0 {
+                Upper::Deleted
+            } else {
+                Upper::Special
+            };
+            let (lower, mut changed_since) = self.lower(&rel, here);
+            let below = match (&upper_kind, lower) {
+                (Upper::Dir { opaque, .. }, Lower::Dir { .. }) => {
+                    if *opaque || here == Seen::Hidden {
+                        Seen::Hidden
+                    } else {
+                        Seen::Merged
+                    }
+                }
+                _ => Seen::Nothing,
+            };
+            // A real directory the commit removes (deleted, or replaced by
+            // a file or a link): anything changed beneath it counts too.
+            let removes_dir =
+                matches!(lower, Lower::Dir { .. }) && !matches!(upper_kind, Upper::Dir { .. });
+            if removes_dir && !changed_since {
+                changed_since = self.changed_beneath(&rel);
+            }
+            let descend = matches!(upper_kind, Upper::Dir { .. });
+            self.out.push(Entry {
+                rel: rel.clone(),
+                upper: upper_kind,
+                lower,
+                changed_since,
+                staged,
+            });
+            if descend {
+                self.walk(&rel, below)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The real entries beneath `rel`, a directory whose real entries the
+    /// command did not see, that the staging layer does not hold (`names`):
+    /// each is deleted.
+    fn hidden(&mut self, rel: &Path, names: &[std::ffi::OsString]) -> io::Result<()> {
+        let Ok(read) = std::fs::read_dir(self.root.join(rel)) else {
+            return Ok(());
+        };
+        let mut lower: Vec<_> = read.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
+        lower.sort();
+        for name in lower {
+            if names.binary_search(&name).is_ok() {
+                continue;
+            }
+            let child = rel.join(&name);
+            let (lower, mut changed_since) = self.lower(&child, Seen::Hidden);
+            if matches!(lower, Lower::Dir { .. }) && !changed_since {
+                changed_since = self.changed_beneath(&child);
+            }
+            self.out.push(Entry {
+                staged: self.upper.join(&child),
+                rel: child,
+                upper: Upper::Deleted,
+                lower,
+                changed_since,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether anything beneath the real directory `rel` changed since the
+    /// view was built.
+    fn changed_beneath(&self, rel: &Path) -> bool {
+        let Ok(read) = std::fs::read_dir(self.root.join(rel)) else {
+            return false;
+        };
+        read.flatten().any(|entry| {
+            let child = rel.join(entry.file_name());
+            match std::fs::symlink_metadata(self.root.join(&child)) {
+                Err(_) => false,
+                Ok(meta) => {
+                    changed_after(&meta, self.built)
+                        || (meta.is_dir() && self.changed_beneath(&child))
+                }
+            }
+        })
+    }
 }
 
 #[cfg(unix)]
@@ -219,16 +345,24 @@ pub(crate) fn lower_at(path: &Path) -> Lower {
 /// What the real tree holds at `path` (never following a final link).
 #[cfg(unix)]
 pub(crate) fn lower_at(path: &Path) -> Lower {
-    match std::fs::symlink_metadata(path) {
-        Err(_) => Lower::Absent,
-        Ok(meta) if meta.file_type().is_symlink() => Lower::Symlink,
-        Ok(meta) if meta.is_dir() => Lower::Dir {
+    std::fs::symlink_metadata(path).map_or(Lower::Absent, |meta| lower_of(&meta))
+}
+
+/// What a real entry of this `lstat` is.
+#[cfg(unix)]
+fn lower_of(meta: &std::fs::Metadata) -> Lower {
+    if meta.file_type().is_symlink() {
+        Lower::Symlink
+    } else if meta.is_dir() {
+        Lower::Dir {
             mode: meta.mode() & 0o7777,
-        },
-        Ok(meta) if meta.is_file() => Lower::File {
+        }
+    } else if meta.is_file() {
+        Lower::File {
             mode: meta.mode() & 0o7777,
             len: meta.len(),
-        },
-        Ok(_) => Lower::Other,
+        }
+    } else {
+        Lower::Other
     }
 }

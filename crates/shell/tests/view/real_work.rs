@@ -177,3 +177,29 @@ fn the_development_presets_default_caches_are_overlaid_and_their_writes_discarde
     );
     assert!(result.changes.expect("changes").is_empty());
 }
+
+#[test]
+fn a_virtual_environment_made_in_the_view_runs_on_the_host() {
+    // The system's interpreter (its link lands: /usr is the runtime every
+    // view holds read-only); one installed under the home (pyenv) is not.
+    let project = Project::new();
+    let policy = development(&project);
+    let result = project.sh(&policy, "/usr/bin/python3 -m venv --without-pip .venv");
+    ok(&result);
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(
+        !changes.refused.iter().any(|c| c.path.starts_with(".venv")),
+        "{changes:#?}"
+    );
+    let output = std::process::Command::new(project.root.join(".venv/bin/python3"))
+        .args(["-c", "import sys; print(sys.prefix)"])
+        .output()
+        .expect("the venv's python runs");
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .trim()
+            .ends_with(".venv"),
+        "{output:?}"
+    );
+}

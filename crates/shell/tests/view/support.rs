@@ -39,6 +39,13 @@ impl Project {
         Self { _dir: dir, root }
     }
 
+    /// Writes `text` to `rel` in the real tree, making its parents.
+    pub(crate) fn write(&self, rel: &str, text: &str) {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
     pub(crate) fn read(&self, rel: &str) -> Option<String> {
         std::fs::read_to_string(self.root.join(rel)).ok()
     }

@@ -7,6 +7,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
@@ -15,9 +16,25 @@ use rustix::io::Errno;
 use super::{Failed, Rename, Stat, Why};
 use crate::EntryKind;
 
-/// A directory handle: every operation below is relative to one.
+/// A directory handle: every operation below is relative to one. Shared
+/// handles ([`share`]) are one descriptor.
 #[derive(Debug)]
-pub(crate) struct Dir(OwnedFd);
+pub(crate) struct Dir(Arc<OwnedFd>);
+
+impl Dir {
+    fn new(fd: OwnedFd) -> Self {
+        Self(Arc::new(fd))
+    }
+}
+
+/// The same handle once more, with no new descriptor.
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "fallible where handles are duplicated (Windows)"
+)]
+pub(crate) fn share(dir: &Dir) -> io::Result<Dir> {
+    Ok(Dir(Arc::clone(&dir.0)))
+}
 
 fn failed(errno: Errno) -> Failed {
     let why = match errno {
@@ -44,7 +61,7 @@ const READ: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK).union(ALWAYS);
 pub(crate) fn open_root(path: &Path) -> io::Result<Option<Dir>> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => Ok(Some(Dir(fd))),
+        Ok(fd) => Ok(Some(Dir::new(fd))),
         Err(Errno::NOENT) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -54,7 +71,7 @@ pub(crate) fn open_root(path: &Path) -> io::Result<Option<Dir>> {
 /// the way; the component walk when `walk` (or where `openat2` is
 /// missing).
 pub(crate) fn open_dir_beneath(root: &Dir, relative: &Path, walk: bool) -> Result<Dir, Failed> {
-    open_beneath(root, relative, DIRECTORY, walk).map(Dir)
+    open_beneath(root, relative, DIRECTORY, walk).map(Dir::new)
 }
 
 /// Opens the regular file at `relative` below `root` for reading,
@@ -145,7 +162,7 @@ fn walk_open(root: &Dir, relative: &Path, flags: OFlags) -> Result<OwnedFd, Fail
 /// Opens the directory `name` in `dir`, not following a link.
 pub(crate) fn open_dir_at(dir: &Dir, name: &OsStr) -> Result<Dir, Failed> {
     rustix::fs::openat(&dir.0, name, DIRECTORY, Mode::empty())
-        .map(Dir)
+        .map(Dir::new)
         .map_err(failed)
 }
 
@@ -246,6 +263,11 @@ pub(crate) fn chmod_at(dir: &Dir, name: &OsStr, mode: u32) -> Result<(), Failed>
     rustix::fs::chmodat(&dir.0, name, permissions(mode), AtFlags::empty()).map_err(failed)
 }
 
+/// Sets the permission bits of the directory `dir` itself.
+pub(crate) fn chmod_dir(dir: &Dir, mode: u32) -> Result<(), Failed> {
+    rustix::fs::fchmod(&dir.0, permissions(mode)).map_err(failed)
+}
+
 /// Creates the symbolic link `name` in `dir`, pointing to `target`.
 pub(crate) fn symlink_at(dir: &Dir, target: &Path, name: &OsStr) -> Result<(), Failed> {
     rustix::fs::symlinkat(target, &dir.0, name).map_err(failed)
@@ -294,7 +316,7 @@ pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
 
 /// A second handle to the same directory.
 pub(crate) fn dup(dir: &Dir) -> io::Result<Dir> {
-    dir.0.try_clone().map(Dir)
+    dir.0.try_clone().map(Dir::new)
 }
 
 /// The entries of `dir` (without `.` and `..`), each with its kind as

@@ -274,6 +274,11 @@ pub(crate) fn chmod_at(_dir: &Dir, _name: &OsStr, _mode: u32) -> Result<(), Fail
     Ok(())
 }
 
+/// Windows has no permission bits to set.
+pub(crate) fn chmod_dir(_dir: &Dir, _mode: u32) -> Result<(), Failed> {
+    Ok(())
+}
+
 /// Symbolic links are not created on Windows (they need a privilege or
 /// developer mode, and a file or directory kind chosen up front).
 pub(crate) fn symlink_at(_dir: &Dir, _target: &Path, _name: &OsStr) -> Result<(), Failed> {
@@ -324,6 +329,11 @@ pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
 /// Nothing to do: Windows cannot flush a directory's entries.
 pub(crate) fn sync_dir(_dir: &Dir) -> io::Result<()> {
     Ok(())
+}
+
+/// The same directory once more (a duplicated handle).
+pub(crate) fn share(dir: &Dir) -> io::Result<Dir> {
+    dup(dir)
 }
 
 /// A second handle to the same directory.

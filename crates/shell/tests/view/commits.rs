@@ -1,0 +1,308 @@
+//! The commit lands exactly what the command did: through no link it
+//! replaced, with nothing it deleted left behind, with no change it did not
+//! make, and over no edit made meanwhile by someone else.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use crate::support::{Project, applied, refused_rule};
+
+#[test]
+fn a_directory_made_in_place_of_a_link_takes_the_files_and_the_links_target_is_untouched() {
+    let project = Project::new();
+    project.write("y/f", "old\n");
+    std::os::unix::fs::symlink("y", project.root.join("x")).expect("x -> y");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "rm x; mkdir x; echo new > x/f; mkdir x/sub; echo deep > x/sub/g",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    let x = std::fs::symlink_metadata(project.root.join("x")).expect("x");
+    assert!(x.is_dir(), "x is a directory now: {changes:#?}");
+    assert_eq!(project.read("x/f").as_deref(), Some("new\n"));
+    assert_eq!(project.read("x/sub/g").as_deref(), Some("deep\n"));
+    assert_eq!(
+        project.read("y/f").as_deref(),
+        Some("old\n"),
+        "the link's target is untouched"
+    );
+    assert!(!project.root.join("y/sub").exists());
+    assert!(applied(&result, "x/f"), "{changes:#?}");
+}
+
+#[test]
+fn everything_beneath_a_removed_directory_is_deleted_at_every_depth() {
+    let project = Project::new();
+    for (rel, text) in [
+        ("d/top.txt", "top\n"),
+        ("d/sub/old.txt", "old\n"),
+        ("d/sub/deeper/older.txt", "older\n"),
+        ("d/sub/deeper/deepest/oldest.txt", "oldest\n"),
+    ] {
+        project.write(rel, text);
+    }
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "rm -rf d; mkdir -p d/sub/deeper; echo new > d/sub/new; ls -R d",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert_eq!(project.read("d/sub/new").as_deref(), Some("new\n"));
+    for gone in [
+        "d/top.txt",
+        "d/sub/old.txt",
+        "d/sub/deeper/older.txt",
+        "d/sub/deeper/deepest",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(project.root.join(gone)).is_err(),
+            "{gone} came back: {changes:#?}"
+        );
+    }
+    // The real tree is what the command's view showed at its end.
+    assert!(result.stdout.contains("new"), "{result:?}");
+    assert!(!result.stdout.contains("old"), "{result:?}");
+}
+
+#[test]
+fn a_file_only_opened_for_writing_touched_or_rewritten_with_its_own_bytes_is_no_change() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "exec 3<>README.md; exec 3>&-; touch src/main.rs; cp README.md /tmp/copy; \
+         cp /tmp/copy README.md; printf 'fn main() {}\\n' > src/main.rs",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(
+        changes.applied.is_empty() && changes.refused.is_empty(),
+        "{changes:#?}"
+    );
+    assert_eq!(project.read("README.md").as_deref(), Some("hello\n"));
+}
+
+/// Runs `script` in the project while, `after` into the run, the host
+/// writes `text` to `rel`.
+fn with_host_edit(
+    project: &Project,
+    script: &str,
+    after: Duration,
+    rel: &str,
+    text: &str,
+) -> agentcaps_shell::RunResult {
+    let policy = project.policy().build().expect("policy");
+    let path = project.root.join(rel);
+    let text = text.to_owned();
+    let edit = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("host edit");
+    });
+    let result = project.sh(&policy, script);
+    edit.join().expect("host edit");
+    result
+}
+
+#[test]
+fn a_file_the_host_edits_while_the_command_runs_is_a_conflict_and_keeps_the_hosts_edit() {
+    let project = Project::new();
+    project.write("notes.txt", "first\n");
+    let result = with_host_edit(
+        &project,
+        "echo mine > notes.txt; echo other > other.txt; sleep 2",
+        Duration::from_millis(800),
+        "notes.txt",
+        "host\n",
+    );
+    assert_eq!(
+        refused_rule(&result, "notes.txt").as_deref(),
+        Some("conflict"),
+        "{:#?}",
+        result.changes
+    );
+    assert_eq!(project.read("notes.txt").as_deref(), Some("host\n"));
+    assert!(applied(&result, "other.txt"), "{:#?}", result.changes);
+    assert_eq!(project.read("other.txt").as_deref(), Some("other\n"));
+}
+
+#[test]
+fn a_file_the_command_only_opened_never_undoes_an_edit_the_host_made_meanwhile() {
+    let project = Project::new();
+    let result = with_host_edit(
+        &project,
+        "exec 3<>README.md; sleep 2; exec 3>&-",
+        Duration::from_millis(800),
+        "README.md",
+        "edited by the host\n",
+    );
+    assert_eq!(
+        project.read("README.md").as_deref(),
+        Some("edited by the host\n"),
+        "{:#?}",
+        result.changes
+    );
+    assert!(!applied(&result, "README.md"), "{:#?}", result.changes);
+}
+
+#[test]
+fn a_file_removed_with_its_directory_while_the_host_writes_into_it_is_a_conflict() {
+    let project = Project::new();
+    project.write("build/out/a.o", "a\n");
+    let result = with_host_edit(
+        &project,
+        "rm -rf build; sleep 2",
+        Duration::from_millis(800),
+        "build/out/b.o",
+        "the host's\n",
+    );
+    assert_eq!(
+        refused_rule(&result, "build").as_deref(),
+        Some("conflict"),
+        "{:#?}",
+        result.changes
+    );
+    assert_eq!(
+        project.read("build/out/b.o").as_deref(),
+        Some("the host's\n")
+    );
+    assert_eq!(project.read("build/out/a.o").as_deref(), Some("a\n"));
+}
+
+#[test]
+fn two_runs_at_once_never_lose_each_others_commits() {
+    let project = Project::new();
+    project.write("shared.txt", "start\n");
+    project.write("first.sh", "echo first > shared.txt; echo a > a.txt");
+    project.write(
+        "second.sh",
+        "sleep 2; echo second > shared.txt; echo b > b.txt",
+    );
+    let policy = std::sync::Arc::new(project.policy().build().expect("policy"));
+    let second = {
+        let policy = std::sync::Arc::clone(&policy);
+        std::thread::spawn(move || {
+            crate::support::run(
+                &policy,
+                agentcaps_shell::CommandRequest::argv(["sh", "second.sh"]),
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let first = crate::support::run(
+        &policy,
+        agentcaps_shell::CommandRequest::argv(["sh", "first.sh"]),
+    );
+    let second = second.join().expect("second run");
+    assert!(applied(&first, "shared.txt"), "{:#?}", first.changes);
+    assert_eq!(
+        refused_rule(&second, "shared.txt").as_deref(),
+        Some("conflict"),
+        "{:#?}",
+        second.changes
+    );
+    assert_eq!(project.read("shared.txt").as_deref(), Some("first\n"));
+    assert_eq!(project.read("a.txt").as_deref(), Some("a\n"));
+    assert_eq!(project.read("b.txt").as_deref(), Some("b\n"));
+}
+
+#[test]
+fn new_directories_land_with_the_mode_the_command_gave_them() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "mkdir -m 0700 keys; echo k > keys/id; mkdir -m 0750 shared; mkdir -p -m 0711 a/b",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    let mode = |rel: &str| {
+        std::fs::symlink_metadata(project.root.join(rel))
+            .expect(rel)
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode("keys"), 0o700);
+    assert_eq!(mode("shared"), 0o750);
+    assert_eq!(mode("a/b"), 0o711);
+    assert_eq!(project.read("keys/id").as_deref(), Some("k\n"));
+}
+
+#[test]
+fn a_link_that_would_give_an_ordinary_file_a_protected_name_is_refused() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "mkdir cfg gh gh/workflows; printf '[build]\\nrustc-wrapper = \"./evil\"\\n' > cfg/config.toml; \
+         ln -s cfg .cargo; echo 'on: push' > gh/workflows/ci.yml; ln -s gh .github; \
+         mkdir hooks; ln -s ../hooks .git/hooks2; ln -s cfg .CARGO2; ln -s cfg .Cargo; \
+         mkdir sub; printf 'gitdir: ../evil\\n' > sub/.git; ln -s cfg plain-link",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    for link in [".cargo", ".github", ".Cargo"] {
+        assert_eq!(
+            refused_rule(&result, link).as_deref(),
+            Some("write-protected"),
+            "{link}: {changes:#?}"
+        );
+        assert!(
+            std::fs::symlink_metadata(project.root.join(link)).is_err(),
+            "{link} landed"
+        );
+    }
+    assert_eq!(
+        refused_rule(&result, "sub/.git").as_deref(),
+        Some("write-protected"),
+        "{changes:#?}"
+    );
+    assert!(!project.root.join("sub/.git").exists());
+    // The ordinary names land; through no link are they protected files.
+    assert!(applied(&result, "cfg/config.toml"), "{changes:#?}");
+    assert!(applied(&result, "plain-link"), "{changes:#?}");
+    assert!(applied(&result, ".CARGO2"), "{changes:#?}");
+    assert!(!project.root.join(".cargo/config.toml").exists());
+    assert!(!project.root.join(".github/workflows/ci.yml").exists());
+}
+
+#[test]
+fn only_plain_links_into_the_runtime_leave_the_roots() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "ln -s /usr/bin/python3 py; ln -s /usr/../etc/passwd dotted; ln -s /etc/shadow shadow; \
+         ln -s /home home-link; ln -s /usr/../root root-link; ln -s /proc/self/root proc-link",
+    );
+    assert!(applied(&result, "py"), "{:#?}", result.changes);
+    for link in ["dotted", "shadow", "home-link", "root-link", "proc-link"] {
+        assert!(
+            matches!(
+                refused_rule(&result, link).as_deref(),
+                Some("link-outside-roots" | "blocked")
+            ),
+            "{link}: {:#?}",
+            result.changes
+        );
+        assert!(std::fs::symlink_metadata(project.root.join(link)).is_err());
+    }
+}
+
+#[test]
+fn an_extended_attribute_only_change_is_listed_never_dropped_silently() {
+    let project = Project::new();
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "/usr/bin/python3 -c \"import os; os.setxattr('README.md', 'user.note', b'set in the view')\"",
+    );
+    assert_eq!(
+        refused_rule(&result, "README.md").as_deref(),
+        Some("xattr"),
+        "{result:#?}"
+    );
+    assert_eq!(project.read("README.md").as_deref(), Some("hello\n"));
+}
