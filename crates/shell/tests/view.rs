@@ -9,10 +9,10 @@ mod support;
 mod commits;
 #[path = "view/failclosed.rs"]
 mod failclosed;
-#[path = "view/installations.rs"]
-mod installations;
 #[path = "view/git.rs"]
 mod git;
+#[path = "view/installations.rs"]
+mod installations;
 #[path = "view/isolation.rs"]
 mod isolation;
 #[path = "view/masking.rs"]

@@ -67,7 +67,13 @@ const SED_SAFE: &[&str] = &[
 const SED_SEPARATORS: &[&str] = &[" ", "\t", ";", "\n", " ; ", ";\n"];
 
 /// sed commands that run a program or write a file.
-const SED_ATTACKS: &[&str] = &["e id", "w ../outside/f", "s/x/id/e", "r /etc/passwd", "1e id"];
+const SED_ATTACKS: &[&str] = &[
+    "e id",
+    "w ../outside/f",
+    "s/x/id/e",
+    "r /etc/passwd",
+    "1e id",
+];
 
 /// awk statements that run, write or read nothing (inside `{ }`).
 const AWK_SAFE: &[&str] = &[
@@ -99,7 +105,16 @@ const AWK_SAFE: &[&str] = &[
 ];
 
 /// Rules (pattern-action) that hold the statements.
-const AWK_PATTERNS: &[&str] = &["", "BEGIN ", "END ", "/x/ ", "/#/ ", "NR > 1 ", "$1 ~ /#/ ", "!/#/ "];
+const AWK_PATTERNS: &[&str] = &[
+    "",
+    "BEGIN ",
+    "END ",
+    "/x/ ",
+    "/#/ ",
+    "NR > 1 ",
+    "$1 ~ /#/ ",
+    "!/#/ ",
+];
 
 /// awk statements that run a program or write a file.
 const AWK_ATTACKS: &[&str] = &[
@@ -115,11 +130,7 @@ const AWK_SEPARATORS: &[&str] = &[";", "\n", " ; ", ";\n"];
 
 /// A generated script: `(program, safe, attacked)`.
 pub fn generate(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
-    if c.byte()? % 2 == 0 {
-        sed(c)
-    } else {
-        awk(c)
-    }
+    if c.byte()? % 2 == 0 { sed(c) } else { awk(c) }
 }
 
 fn sed(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
