@@ -1,8 +1,8 @@
-#![cfg(unix)]
 //! The policy protects itself: in the README's layout (`agentcaps.toml`
 //! inside the project, `allowed = ["."]`), no file tool and no patch can
 //! rewrite the policy the next run or server start would use, whatever its
 //! name; `agentcaps check policy` warns about where it lies.
+#![cfg(unix)]
 
 use std::path::{Path, PathBuf};
 

@@ -29,6 +29,7 @@ async fn sent(proxy: &agentcaps_egress::proxy::Proxy, request: &str) -> TcpStrea
 }
 
 /// The one entry for `host` once it exists.
+#[cfg(target_os = "linux")]
 async fn listed(proxy: &agentcaps_egress::proxy::Proxy, host: &str) {
     let log = proxy.log();
     eventually(&format!("an entry for {host}"), || {
@@ -79,6 +80,7 @@ async fn a_client_that_hangs_up_before_the_response_head_is_listed() {
 /// A listener whose accept queue is full: a connection to it hangs in
 /// the SYN retries (Linux drops the SYN), so a dial to it is still going
 /// when the test acts.
+#[cfg(target_os = "linux")]
 async fn unanswered_listener() -> (
     std::net::SocketAddr,
     Vec<TcpStream>,
