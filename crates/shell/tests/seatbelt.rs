@@ -356,6 +356,10 @@ fn the_static_checks_catch_what_they_look_for() {
 }
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "the /private rewriting reads the roots as Unix paths (`/tmp/work`), which Windows takes as relative to a drive; the profile only ever runs on macOS"
+)]
 fn paths_through_the_top_links_are_written_beneath_private() {
     let rules = KernelRules::from_roots(Some([("/tmp/work", true), ("/var/data", false)]))
         .with_program("/usr/bin/cc");
