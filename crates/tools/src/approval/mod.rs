@@ -186,6 +186,8 @@ pub type AnswerFuture<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # // It runs Unix `sort` and `uniq`, which a Windows host does not have.
+/// # if cfg!(windows) { return Ok(()); }
 /// use std::sync::Arc;
 /// use agentcaps_tools::{Answer, AnswerFuture, Approver, Question, Toolbox};
 /// use serde_json::json;
