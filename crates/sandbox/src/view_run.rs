@@ -11,7 +11,8 @@ use crate::confinement::Sandbox;
 use crate::error::SandboxError;
 use crate::kernel::view::plan::{Request, plan};
 use crate::kernel::view::spec::{
-    DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, ProxyPort, Reported, SPEC_FILE, ViewSpec,
+    DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, ProxyPort, Reported, RunSettings, SPEC_FILE,
+    ViewSpec,
 };
 use crate::kernel::view::staging::{Staging, default_base, ensure_private_dir};
 use crate::kernel::view::{HELPER_ARG, PROBE_ARG, PROBE_OK, default_helper};
@@ -136,15 +137,15 @@ impl Sandbox {
                 Vec::new(),
             ),
         };
-        spec.runner_pid = std::process::id();
-        spec.max_processes = self.limits.max_processes;
-        spec.tmpfs_bytes = self.limits.max_tmp_bytes / 2;
-        spec.max_file_bytes = self.limits.max_change_bytes;
+        spec.run.runner_pid = std::process::id();
+        spec.run.max_processes = self.limits.max_processes;
+        spec.run.tmpfs_bytes = self.limits.max_tmp_bytes / 2;
+        spec.run.max_file_bytes = self.limits.max_change_bytes;
         // Root's processes are not counted by `RLIMIT_NPROC`: a cgroup
         // holds them instead, where one can be made.
         let cgroup = crate::kernel::view::pids::PidsCgroup::for_root(self.limits.max_processes);
-        spec.pids_cgroup = cgroup.as_ref().map(|c| c.path().to_path_buf());
-        spec.skip_landlock = self.view.skip_landlock;
+        spec.run.pids_cgroup = cgroup.as_ref().map(|c| c.path().to_path_buf());
+        spec.run.skip_landlock = self.view.skip_landlock;
         let text = serde_json::to_vec(&spec).map_err(|e| spawn_io(helper, e.into()))?;
         std::fs::write(staging.path().join(SPEC_FILE), text).map_err(|e| spawn_io(helper, e))?;
 
@@ -363,12 +364,7 @@ fn host_files_spec(
             socket: socket.to_path_buf(),
         }),
         host_files: true,
-        runner_pid: 0,
-        max_processes: 0,
-        max_file_bytes: 0,
-        tmpfs_bytes: 0,
-        pids_cgroup: None,
-        skip_landlock: false,
+        run: RunSettings::default(),
     }
 }
 

@@ -153,8 +153,8 @@ fn not_dumpable() -> Result<(), Outcome> {
 /// (and so the end of every process of the namespace) it waits for, and
 /// whose report it writes into the staging directory.
 fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
-    die_with(spec.runner_pid)?;
-    if let Some(cgroup) = &spec.pids_cgroup {
+    die_with(spec.run.runner_pid)?;
+    if let Some(cgroup) = &spec.run.pids_cgroup {
         std::fs::write(cgroup.join("cgroup.procs"), std::process::id().to_string())
             .map_err(|e| Outcome::Failed(format!("joining the view's pids cgroup: {e}")))?;
     }
@@ -387,7 +387,8 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     )
     .map_err(|e| step("the view's root", e.into()))?;
     for mount in &spec.mounts {
-        apply(root, mount, spec.tmpfs_bytes).map_err(|e| format!("{}: {e}", describe(mount)))?;
+        apply(root, mount, spec.run.tmpfs_bytes)
+            .map_err(|e| format!("{}: {e}", describe(mount)))?;
     }
     // The root itself becomes read-only: nothing but the mounts is writable.
     rustix::mount::mount_remount(
@@ -648,7 +649,7 @@ fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     rules.restrict_files = !spec.host_files;
     rules.max_abi = spec.max_abi;
     let level = crate::kernel::planned_level(&rules);
-    let key = if spec.skip_landlock {
+    let key = if spec.run.skip_landlock {
         None
     } else {
         Domain::key(&rules, level)
@@ -674,20 +675,20 @@ fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     if let Err(error) = drop_all_capabilities() {
         return Outcome::Failed(format!("dropping capabilities: {error}"));
     }
-    if spec.max_file_bytes > 0 {
+    if spec.run.max_file_bytes > 0 {
         // No one file may outgrow what a run may stage at all.
         let limit = rustix::process::Rlimit {
-            current: Some(spec.max_file_bytes),
-            maximum: Some(spec.max_file_bytes),
+            current: Some(spec.run.max_file_bytes),
+            maximum: Some(spec.run.max_file_bytes),
         };
         if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Fsize, limit) {
             return Outcome::Failed(format!("the file size limit: {error}"));
         }
     }
-    if spec.max_processes > 0 {
+    if spec.run.max_processes > 0 {
         let limit = rustix::process::Rlimit {
-            current: Some(spec.max_processes),
-            maximum: Some(spec.max_processes),
+            current: Some(spec.run.max_processes),
+            maximum: Some(spec.run.max_processes),
         };
         if let Err(error) = rustix::process::setrlimit(rustix::process::Resource::Nproc, limit) {
             return Outcome::Failed(format!("the process limit: {error}"));

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use agentcaps_paths::{Access, PathPolicy};
 
 use super::credentials::{Held, Hidden, to_hide};
-use super::spec::{Mount, ProxyPort, ViewSpec};
+use super::spec::{Mount, ProxyPort, RunSettings, ViewSpec};
 use super::staging::Staging;
 use crate::kernel::program::program_files;
 use crate::kernel::rules::{RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC};
@@ -271,12 +271,7 @@ pub(crate) fn plan(
             max_abi: request.max_abi,
             proxy,
             host_files: false,
-            runner_pid: 0,
-            max_processes: 0,
-            max_file_bytes: 0,
-            tmpfs_bytes: 0,
-            pids_cgroup: None,
-            skip_landlock: false,
+            run: RunSettings::default(),
         },
         layers,
     })

@@ -89,27 +89,30 @@ pub(crate) struct ViewSpec {
     /// policy), in new user, PID, IPC and network namespaces all the same.
     #[serde(default)]
     pub(crate) host_files: bool,
-    /// The runner's process id: the helper ends when its runner is gone.
+    /// What the runner sets for this one run (its pid, limits, seams).
     #[serde(default)]
+    pub(crate) run: RunSettings,
+}
+
+/// What the runner sets for one run, beside what the plan says the view
+/// holds.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct RunSettings {
+    /// The runner's process id: the helper ends when its runner is gone.
     pub(crate) runner_pid: u32,
     /// The most processes the command's user may have in the view
     /// (`RLIMIT_NPROC`, counted in the view's user namespace); 0: no limit.
-    #[serde(default)]
     pub(crate) max_processes: u64,
     /// The most bytes one file may grow to (`RLIMIT_FSIZE`); 0: no limit.
-    #[serde(default)]
     pub(crate) max_file_bytes: u64,
     /// The most bytes each writable `tmpfs` of the view (`/tmp`, `/dev/shm`,
     /// a private home) may hold; 0: the kernel's default.
-    #[serde(default)]
     pub(crate) tmpfs_bytes: u64,
     /// A `pids` cgroup the helper joins before it makes the view (when the
     /// runner is root, whose processes `RLIMIT_NPROC` does not count).
-    #[serde(default)]
     pub(crate) pids_cgroup: Option<PathBuf>,
     /// Test seam: apply no Landlock inside the view (the runner must then
     /// refuse the run's result, since it planned a domain).
-    #[serde(default)]
     pub(crate) skip_landlock: bool,
 }
 
