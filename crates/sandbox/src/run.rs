@@ -189,12 +189,16 @@ impl Sandbox {
                 Enforcement::Partial {
                     abi: kernel::kernel_abi(),
                 },
-                Some(format!("Landlock only: {reason}; {OPEN_WITHOUT_VIEW}")),
+                Some(format!(
+                    "Landlock only: {reason}; {}",
+                    self.open_without_view()
+                )),
             ),
             Enforcement::Partial { abi } => (
                 Enforcement::Partial { abi },
                 Some(format!(
-                    "Landlock ABI {abi} only: {reason}; {OPEN_WITHOUT_VIEW}"
+                    "Landlock ABI {abi} only: {reason}; {}",
+                    self.open_without_view()
                 )),
             ),
         }
@@ -242,17 +246,69 @@ impl Sandbox {
         };
         // On macOS the command runs under `sandbox-exec` with the Seatbelt
         // profile of this policy (unless the host turned it off).
+        // There it also gets a private temporary directory, named in
+        // `TMPDIR` and removed (with what the command left there) when
+        // this run ends.
         #[cfg(target_os = "macos")]
-        let seatbelt = self.view.enabled.then(|| self.seatbelt_profile(&rules));
+        let private_tmp = if self.view.enabled {
+            let tmp =
+                kernel::seatbelt::PrivateTmp::create().map_err(|source| SandboxError::Spawn {
+                    program: command.program.clone(),
+                    source,
+                })?;
+            let (key, value) = tmp.env();
+            env.retain(|(k, _)| *k != key);
+            env.push((key, value));
+            Some(tmp)
+        } else {
+            None
+        };
+        #[cfg(target_os = "macos")]
+        let seatbelt = private_tmp
+            .as_ref()
+            .map(|tmp| self.seatbelt_profile(&rules, Some(tmp.path())));
         #[cfg(not(target_os = "macos"))]
         let seatbelt: Option<String> = None;
-        let mut cmd = match &seatbelt {
-            Some(profile) => {
+        // On Linux the command starts under the reaper where a helper is
+        // known: it keeps only descriptors 0–2 and kills everything the
+        // command started, however detached (the helper's file becomes
+        // readable and executable for that).
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        let reaper = self.reaper();
+        #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+        let reaper: Option<PathBuf> = None;
+        // The reaper's own domain adds its file and `/proc` (where it finds
+        // what the command left); the command runs in a nested one, of its
+        // rules alone.
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        let command_rules = kernel::view::exec::ExecRules::from(&rules);
+        if let Some(helper) = &reaper {
+            rules = rules.with_read(helper).with_read("/proc");
+        }
+        let mut cmd = match (&seatbelt, &reaper) {
+            (Some(profile), _) => {
                 let mut cmd = tokio::process::Command::new(kernel::seatbelt::SANDBOX_EXEC);
                 cmd.arg("-p").arg(profile).arg("--").arg(&command.program);
+                cmd.args(command.argv.iter().skip(1));
                 cmd
             }
-            None => {
+            #[cfg(all(feature = "landlock", target_os = "linux"))]
+            (None, Some(helper)) => {
+                let spec = kernel::view::exec::ExecSpec {
+                    program: command.program.clone(),
+                    argv: command.argv.clone(),
+                    runner_pid: std::process::id(),
+                    rules: command_rules,
+                };
+                let spec = serde_json::to_string(&spec).map_err(|e| SandboxError::Spawn {
+                    program: command.program.clone(),
+                    source: std::io::Error::other(e),
+                })?;
+                let mut cmd = tokio::process::Command::new(helper);
+                cmd.arg(kernel::view::EXEC_ARG).arg(spec);
+                cmd
+            }
+            _ => {
                 #[cfg_attr(not(unix), allow(unused_mut))]
                 let mut cmd = tokio::process::Command::new(&command.program);
                 if let Some(arg0) = command.argv.first() {
@@ -261,14 +317,19 @@ impl Sandbox {
                     #[cfg(not(unix))]
                     let _ = arg0;
                 }
+                cmd.args(command.argv.iter().skip(1));
                 cmd
             }
         };
-        cmd.args(command.argv.iter().skip(1))
-            .current_dir(&command.cwd)
+        cmd.current_dir(&command.cwd)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k, v)));
         prepare(&mut cmd, command.stdin.is_some());
+        // A dropped run asks the reaper to end its tree (`ProcessTree`'s
+        // drop); a `SIGKILL` of the reaper would leave the detached alive.
+        if reaper.is_some() {
+            cmd.kill_on_drop(false);
+        }
         let started = Instant::now();
         #[cfg(not(windows))]
         let (child, landlock) = kernel::spawn_confined(&mut cmd, &rules).map_err(spawn_error)?;
@@ -279,6 +340,8 @@ impl Sandbox {
             ProcessTree::spawn(cmd).map_err(spawn_error)?,
             kernel::would_enforce(&rules),
         );
+        #[cfg(not(windows))]
+        let child = ProcessTree::new(child, reaper.is_some());
         let ran = supervise(
             child,
             command.stdin.as_deref(),
@@ -302,11 +365,14 @@ impl Sandbox {
                 Enforcement::Partial {
                     abi: kernel::kernel_abi(),
                 },
-                format!("Landlock only: {reason}; {OPEN_WITHOUT_VIEW}"),
+                format!("Landlock only: {reason}; {}", self.open_without_view()),
             ),
             Enforcement::Partial { abi } => (
                 Enforcement::Partial { abi },
-                format!("Landlock ABI {abi} only: {reason}; {OPEN_WITHOUT_VIEW}"),
+                format!(
+                    "Landlock ABI {abi} only: {reason}; {}",
+                    self.open_without_view()
+                ),
             ),
             Enforcement::None => (
                 Enforcement::None,
@@ -368,7 +434,11 @@ impl Sandbox {
 
 /// What is open to a command that runs without its private view (said in
 /// every such result's `enforced_reason`).
-const OPEN_WITHOUT_VIEW: &str = "without the view, blocked entries inside the roots are readable by the program itself and its writes land unjudged; UDP, host UNIX sockets and abstract sockets below Landlock ABI 6 are reachable; and a process that leaves the command's process group outlives it";
+const OPEN_WITHOUT_VIEW: &str = "without the view, blocked entries inside the roots are readable by the program itself and its writes land unjudged; UDP, host UNIX sockets and abstract sockets below Landlock ABI 6 are reachable";
+
+/// What is open besides, where no helper is known to run the command under
+/// the reaper.
+const OPEN_WITHOUT_REAPER: &str = "; and, with no helper to start it, a process that leaves the command's process group outlives it and the command inherits every descriptor the host left open";
 
 /// Raises this process's soft limit on open files to its hard limit, once:
 /// the write-back of a large run needs many, and the usual soft limit (1024)
@@ -425,14 +495,27 @@ fn proxy_caveat(port: Option<u16>, landlock: Enforcement) -> String {
 }
 
 impl Sandbox {
+    /// What is open when a command runs without its view: more where no
+    /// helper is known to start it under the reaper.
+    fn open_without_view(&self) -> String {
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        if self.reaper().is_some() {
+            return OPEN_WITHOUT_VIEW.to_owned();
+        }
+        format!("{OPEN_WITHOUT_VIEW}{OPEN_WITHOUT_REAPER}")
+    }
+
     /// The Seatbelt profile a command with `rules` runs under on macOS.
     #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-    fn seatbelt_profile(&self, rules: &KernelRules) -> String {
+    fn seatbelt_profile(&self, rules: &KernelRules, tmp: Option<&Path>) -> String {
         match self.paths.as_ref() {
-            Some(paths) => {
-                kernel::seatbelt::profile(rules, paths.blocked(), paths.write_protected())
-            }
-            None => kernel::seatbelt::profile(rules, [], []),
+            Some(paths) => kernel::seatbelt::profile_with_tmp(
+                rules,
+                tmp,
+                paths.blocked(),
+                paths.write_protected(),
+            ),
+            None => kernel::seatbelt::profile_with_tmp(rules, tmp, [], []),
         }
     }
 }
@@ -580,8 +663,7 @@ pub(crate) async fn supervise(
         }
         Err(_elapsed) => {
             // The leader is not reaped yet, so the group id is still ours.
-            tree.kill();
-            let status = tree.wait_leader().await;
+            let status = tree.stop().await;
             tree.disarm();
             let status = status?;
             let _ = tokio::time::timeout(DRAIN_AFTER_KILL, async {

@@ -21,6 +21,11 @@ pub(crate) struct ProcessTree {
     /// group's id may be reused).
     #[cfg(not(windows))]
     armed: bool,
+    /// The first process is the reaper (`EXEC_ARG`): it kills whatever
+    /// the command left, however detached, when asked with `SIGTERM` — a
+    /// `SIGKILL` of the group would end it first and leave the detached.
+    #[cfg(not(windows))]
+    reaper: bool,
     #[cfg(windows)]
     child: Box<dyn process_wrap::tokio::ChildWrapper>,
 }
@@ -30,11 +35,51 @@ impl From<tokio::process::Child> for ProcessTree {
     /// A child started in a new process group of its own
     /// ([`crate::run::prepare`] asks for one).
     fn from(child: tokio::process::Child) -> Self {
+        Self::new(child, false)
+    }
+}
+
+/// How long the reaper gets to end what the command left, once asked.
+#[cfg(not(windows))]
+const REAPER_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+#[cfg(not(windows))]
+impl ProcessTree {
+    /// A child started in a new process group of its own; `reaper`: the
+    /// child is the reaper, which ends the tree itself.
+    pub(crate) fn new(child: tokio::process::Child, reaper: bool) -> Self {
         let group = child.id();
         Self {
             child,
             group,
             armed: true,
+            reaper,
+        }
+    }
+
+    /// Ends the whole tree before its first process was reaped, and reaps
+    /// that: a reaper is asked first (and given [`REAPER_GRACE`]), then
+    /// the group is killed.
+    pub(crate) async fn stop(&mut self) -> std::io::Result<ExitStatus> {
+        if self.reaper {
+            self.signal_leader(rustix::process::Signal::TERM);
+            if let Ok(status) = tokio::time::timeout(REAPER_GRACE, self.child.wait()).await {
+                // The reaper reaped its tree: the group is empty, and its
+                // id no longer ours to signal.
+                return status;
+            }
+        }
+        self.kill();
+        self.wait_leader().await
+    }
+
+    fn signal_leader(&self, signal: rustix::process::Signal) {
+        if let Some(pid) = self
+            .group
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, signal);
         }
     }
 }
@@ -50,6 +95,13 @@ impl ProcessTree {
         Ok(Self {
             child: wrap.spawn()?,
         })
+    }
+
+    /// Ends the whole job and reaps its first process.
+    #[cfg(windows)]
+    pub(crate) async fn stop(&mut self) -> std::io::Result<ExitStatus> {
+        self.kill();
+        self.wait_leader().await
     }
 
     /// The pipe to the first process's standard input, once.
@@ -139,7 +191,13 @@ impl Drop for ProcessTree {
     fn drop(&mut self) {
         #[cfg(not(windows))]
         if self.armed {
-            self.kill();
+            // The reaper, asked, kills everything beneath it, the detached
+            // too; a group kill would end it first.
+            if self.reaper {
+                self.signal_leader(rustix::process::Signal::TERM);
+            } else {
+                self.kill();
+            }
         }
     }
 }

@@ -15,7 +15,9 @@ use crate::kernel::view::spec::{
     ViewSpec,
 };
 use crate::kernel::view::staging::{Staging, default_base, ensure_private_dir};
-use crate::kernel::view::{HELPER_ARG, PROBE_ARG, PROBE_OK, default_helper};
+use crate::kernel::view::{
+    EXEC_ARG, EXEC_PROBE, EXEC_PROBE_OK, HELPER_ARG, PROBE_ARG, PROBE_OK, default_helper,
+};
 use crate::kernel::{self, Enforcement, FULL_ABI, KernelRules};
 use crate::run::{Exit, RunResult, prepare, supervise};
 use crate::writeback::{self, CommitFault};
@@ -75,7 +77,7 @@ impl Sandbox {
     }
 
     /// The helper to run the view with, or why there is none.
-    fn view_helper(&self) -> Result<PathBuf, String> {
+    pub(crate) fn view_helper(&self) -> Result<PathBuf, String> {
         self.view
             .helper
             .clone()
@@ -376,6 +378,41 @@ static PROBES: Mutex<Probes> = Mutex::new(BTreeMap::new());
 /// found by trying once in this process: the helper is started in its probe
 /// mode, which creates the namespaces, writes the id maps and mounts an
 /// overlay, then exits.
+impl Sandbox {
+    /// The helper to start a command under the reaper with, where there is
+    /// no view: the known helper, once it has answered the reaper's probe
+    /// in this process (a helper that is not one would run nothing and
+    /// say it succeeded).
+    pub(crate) fn reaper(&self) -> Option<PathBuf> {
+        let helper = self.view_helper().ok()?;
+        static ANSWERED: Mutex<Vec<(PathBuf, bool)>> = Mutex::new(Vec::new());
+        if let Some(found) = ANSWERED.lock().ok().and_then(|answered| {
+            answered
+                .iter()
+                .find(|(path, _)| *path == helper)
+                .map(|(_, ok)| *ok)
+        }) {
+            return found.then_some(helper);
+        }
+        let ok = std::process::Command::new(&helper)
+            .arg(EXEC_ARG)
+            .arg(EXEC_PROBE)
+            .env_clear()
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .is_ok_and(|output| {
+                output.status.success()
+                    && String::from_utf8_lossy(&output.stdout).trim() == EXEC_PROBE_OK
+            });
+        if let Ok(mut answered) = ANSWERED.lock() {
+            answered.push((helper.clone(), ok));
+        }
+        ok.then_some(helper)
+    }
+}
+
 fn probe_once(helper: &Path, base: &Path) -> Result<(), String> {
     let key = (helper.to_path_buf(), base.to_path_buf());
     if let Some(found) = PROBES.lock().ok().and_then(|p| p.get(&key).cloned()) {

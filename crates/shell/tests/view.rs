@@ -9,6 +9,8 @@ mod support;
 mod commits;
 #[path = "view/failclosed.rs"]
 mod failclosed;
+#[path = "view/fallback.rs"]
+mod fallback;
 #[path = "view/git.rs"]
 mod git;
 #[path = "view/installations.rs"]

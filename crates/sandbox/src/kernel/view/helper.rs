@@ -289,7 +289,7 @@ fn probe(dir: &Path) -> Result<(), String> {
 
 /// Marks every descriptor above stderr close-on-exec by closing it: the
 /// helper needs none, and the command must not inherit the host's.
-fn close_inherited_descriptors() {
+pub(super) fn close_inherited_descriptors() {
     let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
         return;
     };

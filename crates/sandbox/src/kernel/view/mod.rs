@@ -39,6 +39,8 @@
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod credentials;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
+pub(crate) mod exec;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 mod helper;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod masks;
@@ -65,6 +67,14 @@ pub(crate) const INNER_ARG: &str = "__agentcaps-view-init";
 /// The first argument of the helper's probe: can a view be built here?
 /// (`PROBE_ARG scratch-dir`; prints [`PROBE_OK`] when it can.)
 pub(crate) const PROBE_ARG: &str = "__agentcaps-view-probe";
+/// The first argument of the reaper, which runs a command where no view
+/// can be built (`EXEC_ARG spec-json`): it keeps only descriptors 0–2 and
+/// kills everything the command started, however detached.
+pub(crate) const EXEC_ARG: &str = "__agentcaps-exec";
+/// The spec that asks the reaper only whether it is one.
+pub(crate) const EXEC_PROBE: &str = "probe";
+/// What the reaper answers [`EXEC_PROBE`] with.
+pub(crate) const EXEC_PROBE_OK: &str = "agentcaps-exec: ok";
 /// What the probe prints when the namespaces and an overlay could be made.
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) const PROBE_OK: &str = "agentcaps-view-probe: ok";
@@ -92,7 +102,7 @@ pub fn dispatch() {
 /// their arguments themselves.
 pub fn run_if_helper(stage: &OsString, staging: Option<OsString>) -> Option<i32> {
     let stage = stage.to_str()?;
-    if stage != HELPER_ARG && stage != INNER_ARG && stage != PROBE_ARG {
+    if stage != HELPER_ARG && stage != INNER_ARG && stage != PROBE_ARG && stage != EXEC_ARG {
         return None;
     }
     let Some(staging) = staging else {
@@ -101,6 +111,13 @@ pub fn run_if_helper(stage: &OsString, staging: Option<OsString>) -> Option<i32>
     };
     #[cfg(all(feature = "landlock", target_os = "linux"))]
     {
+        if stage == EXEC_ARG {
+            let Some(spec) = staging.to_str() else {
+                eprintln!("{stage}: the spec is not UTF-8");
+                return Some(125);
+            };
+            return Some(exec::main(spec));
+        }
         Some(helper::main(stage, Path::new(&staging)))
     }
     #[cfg(not(all(feature = "landlock", target_os = "linux")))]
