@@ -38,19 +38,55 @@ pub(crate) struct Rules {
     /// The entries as the policy's modes read them (for reads and lists).
     automaton: Option<meta::Regex>,
     /// The same entries matched in every case (for writes); `None` when
-    /// [`Rules::automaton`] already folds case.
-    write_automaton: Option<meta::Regex>,
+    /// [`Rules::automaton`] already folds case. Compiled when first asked
+    /// (a policy loaded to judge a read never needs it).
+    write_automaton: Option<LazyAutomaton>,
     fold_roots: bool,
     aliases: bool,
     allowed_text: String,
     /// The directories on the way to each write-protected glob (`**/.git`
     /// and `**/.git/hooks` for `**/.git/hooks/**`), matched exactly and in
-    /// every case, with the glob each leads to.
-    ways: Option<meta::Regex>,
+    /// every case, with the glob each leads to. Compiled when first asked.
+    ways: LazyAutomaton,
     way_entries: Vec<String>,
     /// The entry of the built-in `**/.env*`, which does not block the
     /// committed templates (`.env.example`, ...).
     dotenv_default: Option<usize>,
+}
+
+/// Patterns compiled into one automaton when first needed: loading a
+/// policy compiles only what judging a read needs. The same patterns
+/// compiled in this process before are not compiled again
+/// ([`compile_entries`]).
+#[derive(Debug)]
+struct LazyAutomaton {
+    patterns: Vec<String>,
+    fold: bool,
+    compiled: std::sync::OnceLock<Result<Option<meta::Regex>, String>>,
+}
+
+/// What a judgement names when an automaton compiled on demand could not
+/// be built (it is then refused: nothing is let through unjudged).
+const UNCOMPILED: &str = "the policy's protected entries (their automaton could not be built)";
+
+impl LazyAutomaton {
+    fn new(patterns: Vec<String>, fold: bool) -> Self {
+        Self {
+            patterns,
+            fold,
+            compiled: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The automaton (`None` when there are no patterns), or why it could
+    /// not be built.
+    fn get(&self) -> Result<Option<&meta::Regex>, &str> {
+        self.compiled
+            .get_or_init(|| compile_entries(&self.patterns, self.fold).map_err(|e| e.to_string()))
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(String::as_str)
+    }
 }
 
 /// Case folding used for roots (and by the simulated file system).
@@ -182,7 +218,7 @@ impl Rules {
                 way_entries.push(format!("{way} (on the way to {entry})"));
             }
         }
-        let ways = compile_entries(&way_patterns, true)?;
+        let ways = LazyAutomaton::new(way_patterns, true);
         let dotenv_default = if settings.defaults {
             entries
                 .iter()
@@ -194,11 +230,8 @@ impl Rules {
         // Writes match in every case whatever the modes say: on a
         // case-insensitive mount (WSL's /mnt/c, a Mac volume in a
         // container) `.GIT/hooks/x` is the real hook.
-        let write_automaton = if settings.fold_blocked {
-            None
-        } else {
-            compile_entries(&patterns, true)?
-        };
+        let write_automaton =
+            (!settings.fold_blocked).then(|| LazyAutomaton::new(patterns.clone(), true));
         let allowed_text = if roots.is_empty() {
             "none".to_owned()
         } else {
@@ -264,7 +297,10 @@ impl Rules {
     fn blocking_entry(&self, location: &Location, access: Access) -> Option<(&str, EntryKind)> {
         let write = access == Access::Write;
         let automaton = match (&self.write_automaton, write) {
-            (Some(folding), true) => folding,
+            (Some(folding), true) => match folding.get() {
+                Ok(automaton) => automaton?,
+                Err(_) => return Some((UNCOMPILED, EntryKind::Blocked)),
+            },
             _ => self.automaton.as_ref()?,
         };
         let mut set: Option<PatternSet> = None;
@@ -319,7 +355,10 @@ impl Rules {
     /// for `**/.cargo/config.toml`), in every case: what a link there
     /// would make reachable at protected names.
     pub(crate) fn way_entry(&self, location: &Location) -> Option<&str> {
-        let ways = self.ways.as_ref()?;
+        let ways = match self.ways.get() {
+            Ok(ways) => ways?,
+            Err(_) => return Some(UNCOMPILED),
+        };
         let input = Input::new(location.as_bytes()).anchored(Anchored::Yes);
         if !ways.is_match(input.clone()) {
             return None;
