@@ -36,6 +36,8 @@ impl PidsCgroup {
             if !hierarchy.join("cgroup.procs").exists() {
                 return None;
             }
+            static SWEPT: std::sync::Once = std::sync::Once::new();
+            SWEPT.call_once(|| sweep(hierarchy));
             let dir = hierarchy.join(format!("agentcaps-{}-{n}", std::process::id()));
             std::fs::create_dir(&dir).ok()?;
             let cgroup = Self { dir };
@@ -47,6 +49,33 @@ impl PidsCgroup {
     /// The cgroup's directory.
     pub(crate) fn path(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// Removes the cgroups of runners that are gone (a crash, a `SIGKILL`
+/// before a run's cgroup was removed): `agentcaps-PID-N` whose `PID` is no
+/// process. A cgroup that still holds a process cannot be removed, and is
+/// left.
+fn sweep(hierarchy: &Path) {
+    let Ok(entries) = std::fs::read_dir(hierarchy) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|name| name.strip_prefix("agentcaps-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, n)| {
+                n.parse::<u64>().ok()?;
+                pid.parse::<u32>().ok()
+            })
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
 }
 
@@ -64,5 +93,41 @@ impl Drop for PidsCgroup {
                 }
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pid that no process has (the kernel's largest is below it).
+    const GONE: u32 = 4_194_304 + 7;
+
+    #[test]
+    fn a_crashed_runners_cgroup_is_swept_and_a_live_ones_kept() {
+        let Some(hierarchy) = HIERARCHIES
+            .iter()
+            .map(Path::new)
+            .find(|h| h.join("cgroup.procs").exists())
+            .filter(|_| rustix::process::geteuid().is_root())
+        else {
+            panic!(
+                "this test needs root and a writable cgroup hierarchy (CI and this machine have both)"
+            );
+        };
+        let stale = hierarchy.join(format!("agentcaps-{GONE}-3"));
+        let live = hierarchy.join(format!("agentcaps-{}-{}", std::process::id(), u64::MAX));
+        let other = hierarchy.join(format!("agentcaps-other-{GONE}"));
+        for dir in [&stale, &live, &other] {
+            std::fs::create_dir(dir).expect("a cgroup");
+        }
+        sweep(hierarchy);
+        let (stale_left, live_left, other_left) = (stale.exists(), live.exists(), other.exists());
+        for dir in [&stale, &live, &other] {
+            let _ = std::fs::remove_dir(dir);
+        }
+        assert!(!stale_left, "a gone runner's cgroup was kept");
+        assert!(live_left, "this runner's own cgroup was removed");
+        assert!(other_left, "a cgroup of another name was removed");
     }
 }
