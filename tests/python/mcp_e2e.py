@@ -13,7 +13,7 @@ and carry `structuredContent` valid against the tool's `outputSchema` (the
 SDK validates it; this script validates it again with `jsonschema`). It also
 checks that a fast call is answered while a slow one runs, that a cancelled
 call stops (a cancelled command's processes are gone), and that a recursive
-listing of a 4000-deep tree answers within a second, truncated.
+listing of a 4000-deep tree stops at max_entries, truncated.
 
 Usage: mcp_e2e.py PATH_TO_AGENTCAPS_BINARY
 Exit status 0 when every check passed; prints 'N passed, N failed'.
@@ -250,21 +250,21 @@ allowed_methods = ["GET"]
                   not is_error(r) and "sleep" in text_of(r) and root in text_of(r), text_of(r))
 
             # --- bounds, concurrency, cancellation ------------------------------
-            started = time.monotonic()
-            r = await call("list_directory", {"path": "deep", "recursive": True})
-            took = time.monotonic() - started
+            # A bound on work, not on time: the walk stops at max_entries
+            # (the default, 1000) and says so; the wait is only a guard
+            # against a hang.
+            r = await asyncio.wait_for(call("list_directory", {"path": "deep", "recursive": True}), 60)
             structured = attr(r, "structured_content", "structuredContent") or {}
-            check("a 4000-deep recursive listing answers within a second, truncated",
-                  not is_error(r) and took < 1.0 and structured.get("truncated") is True,
-                  f"{took:.2f}s truncated={structured.get('truncated')}")
+            entries = structured.get("entries") or []
+            check("a 4000-deep recursive listing stops at max_entries and says it is truncated",
+                  not is_error(r) and structured.get("truncated") is True and 0 < len(entries) <= 1000,
+                  f"{len(entries)} entries, truncated={structured.get('truncated')}")
 
             slow = asyncio.create_task(call("shell_command", {"argv": ["sleep", "2"]}))
             await asyncio.sleep(0.3)
-            started = time.monotonic()
             r = await call("read_file", {"path": "src/lib.txt"})
-            took = time.monotonic() - started
             check("a fast call is answered while a slow one runs",
-                  not is_error(r) and took < 1.0 and not slow.done(), f"{took:.2f}s, slow done: {slow.done()}")
+                  not is_error(r) and not slow.done(), f"slow done: {slow.done()}")
             r = await slow
             check("the slow call finishes too", not is_error(r), text_of(r))
 
