@@ -32,6 +32,27 @@ pub enum Exit {
     Signal(i32),
 }
 
+/// Whether commands get their private view here ([`Sandbox::view_availability`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ViewAvailability {
+    /// Every run gets its view, or fails (`view-failed`): never less.
+    Available,
+    /// No view can be built here (or the host turned it off): runs get the
+    /// fallback, whose result names what is then open.
+    Unavailable {
+        /// Why, as the probe (or the host's setting) says.
+        reason: String,
+    },
+    /// Views could be built, but not safely with what the host configured
+    /// (a staging directory that is not this user's private one): every
+    /// run is refused.
+    Refused {
+        /// Why.
+        reason: String,
+    },
+}
+
 /// Whether each stream was cut at `max_output_bytes`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
@@ -114,6 +135,27 @@ impl Sandbox {
         let reason =
             "the private view exists on Linux only (with the `landlock` feature)".to_owned();
         self.run_without_view(command, reason).await
+    }
+
+    /// Whether commands get their private view here: decided once per
+    /// process by the probe (the view helper is started in its probe mode,
+    /// which creates the namespaces and an overlay, then exits), and never
+    /// changed by what happens in a run.
+    #[must_use]
+    pub fn view_availability(&self) -> ViewAvailability {
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        return match self.decide_view() {
+            crate::view_run::ViewDecision::View { .. } => ViewAvailability::Available,
+            crate::view_run::ViewDecision::Fallback(reason) => {
+                ViewAvailability::Unavailable { reason }
+            }
+            crate::view_run::ViewDecision::Refuse(reason) => ViewAvailability::Refused { reason },
+        };
+        #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+        ViewAvailability::Unavailable {
+            reason: "the private view exists on Linux only (with the `landlock` feature)"
+                .to_owned(),
+        }
     }
 
     /// What a run of `program` would get here, without running it (for
@@ -728,8 +770,56 @@ pub(crate) fn exit_of(status: std::process::ExitStatus) -> Exit {
 
 #[cfg(test)]
 mod tests {
-    use super::proxy_caveat;
+    use super::{ViewAvailability, proxy_caveat};
+    use crate::Sandbox;
     use crate::kernel::Enforcement;
+
+    #[test]
+    fn the_view_is_unavailable_when_turned_off_or_without_a_helper_and_refused_on_a_foreign_staging_dir()
+     {
+        let off = Sandbox::builder().private_view(false).build();
+        assert_eq!(
+            off.view_availability(),
+            ViewAvailability::Unavailable {
+                reason: "the host turned the private view off".to_owned()
+            }
+        );
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        {
+            // A directory others may enter (here a sticky, world-writable
+            // one, as /tmp is) is no private staging directory: runs are
+            // refused, never downgraded, and its mode is left as it was.
+            use std::os::unix::fs::PermissionsExt;
+            let shared = tempfile::tempdir().expect("tempdir");
+            std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777))
+                .expect("chmod");
+            let foreign = Sandbox::builder()
+                .view_helper(Some("/bin/true".into()))
+                .staging_dir(Some(shared.path().to_path_buf()))
+                .build();
+            let refused = foreign.view_availability();
+            assert!(
+                matches!(refused, ViewAvailability::Refused { ref reason } if reason.contains("open to other users")),
+                "{refused:?}"
+            );
+            let mode = std::fs::metadata(shared.path())
+                .expect("stat")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o7777, 0o1777, "the shared directory was re-moded");
+            let not_a_helper = Sandbox::builder()
+                .view_helper(Some("/bin/true".into()))
+                .build();
+            assert!(
+                matches!(
+                    not_a_helper.view_availability(),
+                    ViewAvailability::Unavailable { ref reason } if reason.contains("did not answer its probe")
+                ),
+                "{:?}",
+                not_a_helper.view_availability()
+            );
+        }
+    }
 
     #[test]
     fn the_proxy_caveat_names_what_holds_the_network_here() {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use agentcaps::paths::PathPolicy;
 use agentcaps::shell::kernel::{self, Enforcement};
-use agentcaps_sandbox::Sandbox;
+use agentcaps_sandbox::{Sandbox, ViewAvailability};
 use serde_json::{Value, json};
 
 use super::{Outcome, SystemArgs, current_dir};
@@ -138,34 +138,26 @@ pub(crate) fn system(_args: &SystemArgs) -> Outcome {
         Err(e) => return Outcome::failed("io", e.to_string()),
     };
     let (enforced, reason) = sandbox.planned_enforcement(Path::new("/bin/sh"));
-    report(&enforced, reason.as_deref(), &Facts::read(), &binary)
+    let available = sandbox.view_availability() == ViewAvailability::Available;
+    report(
+        &enforced,
+        reason.as_deref(),
+        available,
+        &Facts::read(),
+        &binary,
+    )
 }
 
-/// Whether the reason says the view itself is unavailable (rather than
-/// only the second wall, Landlock, being weaker).
-fn view_unavailable(enforced: &Enforcement, reason: Option<&str>) -> bool {
-    if cfg!(not(target_os = "linux")) {
-        return true;
-    }
-    match reason {
-        None => false,
-        Some(reason) => {
-            !enforced.is_full()
-                && !reason.starts_with("the kernel offers Landlock")
-                && !reason.starts_with("the kernel has no Landlock")
-        }
-    }
-}
-
-/// The report for what `planned_enforcement` said here.
+/// The report for what `planned_enforcement` and the probe said here.
 pub(crate) fn report(
     enforced: &Enforcement,
     reason: Option<&str>,
+    view_available: bool,
     facts: &Facts,
     binary: &Path,
 ) -> Outcome {
     let abi = kernel::kernel_abi();
-    let unavailable = view_unavailable(enforced, reason);
+    let unavailable = !view_available;
     let causes = if unavailable && cfg!(target_os = "linux") {
         causes(facts, binary)
     } else {

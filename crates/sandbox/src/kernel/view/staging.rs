@@ -134,7 +134,7 @@ fn remove_stale_bases(tmp: &Path) {
 }
 
 /// Makes `base` (`0700`) if missing; it must be a directory of this user,
-/// not a link.
+/// not a link, that no one else may write in (it is then closed to them).
 pub(crate) fn ensure_private_dir(base: &Path) -> io::Result<()> {
     match std::fs::DirBuilder::new().mode(0o700).create(base) {
         Ok(()) => {}
@@ -146,6 +146,16 @@ pub(crate) fn ensure_private_dir(base: &Path) -> io::Result<()> {
         return Err(io::Error::other(format!(
             "the staging base {} is not a directory of this user",
             base.display()
+        )));
+    }
+    // A directory others may write in is refused, never re-moded: it is a
+    // shared one (`/tmp`), and what others placed in it stays theirs. One
+    // they may only enter is this user's own, and closed to them.
+    if meta.mode() & 0o1022 != 0 {
+        return Err(io::Error::other(format!(
+            "the staging base {} is open to other users (mode {:o}); name a directory only this user can write in (0700)",
+            base.display(),
+            meta.mode() & 0o7777
         )));
     }
     if meta.mode() & 0o077 != 0 {
