@@ -72,8 +72,10 @@ pub(crate) const PROBE_ARG: &str = "__agentcaps-view-probe";
 /// kills everything the command started, however detached.
 pub(crate) const EXEC_ARG: &str = "__agentcaps-exec";
 /// The spec that asks the reaper only whether it is one.
+#[cfg_attr(not(all(feature = "landlock", target_os = "linux")), allow(dead_code))]
 pub(crate) const EXEC_PROBE: &str = "probe";
 /// What the reaper answers [`EXEC_PROBE`] with.
+#[cfg_attr(not(all(feature = "landlock", target_os = "linux")), allow(dead_code))]
 pub(crate) const EXEC_PROBE_OK: &str = "agentcaps-exec: ok";
 /// What the probe prints when the namespaces and an overlay could be made.
 #[cfg(all(feature = "landlock", target_os = "linux"))]
