@@ -596,6 +596,69 @@ fn fetch_says_on_stderr_when_the_body_was_cut() {
     );
 }
 
+/// Where no view can be built (here: no user namespace may be made), the
+/// command runs Landlock-only under the reaper: killing `agentcaps run`
+/// still kills the command and what it detached with `setsid` within a
+/// second, and the result says the view is not there.
+#[cfg(target_os = "linux")]
+#[test]
+fn without_a_view_killing_agentcaps_kills_the_command_and_its_detached_within_a_second() {
+    let tree = common::Tree::new();
+    let policy = tree.policy("allowed_commands = [\"sh\"]\npath_policy = true\n");
+    std::fs::write(
+        tree.root.join("run.sh"),
+        "setsid sleep 987675 &\nsleep 987675\n",
+    )
+    .expect("script");
+    let mut child = Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c"])
+        .arg("echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_agentcaps"))
+        .current_dir(&tree.root)
+        .args(["run", "--policy"])
+        .arg(&policy)
+        .args(["--", "sh", "run.sh"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("unshare (util-linux) runs");
+    let sleepers = || {
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|cmdline| cmdline.as_slice() == b"sleep\0987675\0")
+            .count()
+    };
+    let started = std::time::Instant::now();
+    while sleepers() < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // `unshare` and `sh` exec'd: the child is agentcaps itself.
+    let killed = Command::new("kill")
+        .arg("-KILL")
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let _ = child.wait();
+    let at = std::time::Instant::now();
+    while sleepers() > 0 {
+        assert!(
+            at.elapsed() < std::time::Duration::from_secs(1),
+            "{} sleeps outlived agentcaps by more than a second",
+            sleepers()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Killing `agentcaps run` (as an MCP client stopping its server does)
 /// kills the command's view and everything in it within a second, for
 /// `SIGKILL` as for `SIGTERM`.
