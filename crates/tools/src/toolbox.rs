@@ -215,7 +215,8 @@ impl Toolbox {
 
     /// The same tools confined to the intersection of this toolbox's roots
     /// and a client's roots (`file:` URIs): file tools and commands reach
-    /// only directories both allow, never more. Returns the client roots
+    /// only directories both allow, never more. The result is the same
+    /// session (approver and remembered approvals). Returns the client roots
     /// that were ignored (not a local directory, or outside every root),
     /// each with why.
     ///
@@ -225,7 +226,13 @@ impl Toolbox {
     pub fn narrowed_to(&self, uris: &[String]) -> Result<(Self, Vec<IgnoredRoot>), ToolError> {
         let narrowing = roots::narrow(&roots::policy_roots(&self.inner.policy)?, uris);
         let policy = roots::narrowed_policy(&self.inner.policy, &narrowing);
-        Ok((Self::new(&policy, self.base())?, narrowing.ignored))
+        // The same session: its approver and its remembered approvals.
+        let narrowed = Self {
+            approver: Arc::clone(&self.approver),
+            memory: Arc::clone(&self.memory),
+            ..Self::new(&policy, self.base())?
+        };
+        Ok((narrowed, narrowing.ignored))
     }
 
     /// Calls the tool `name` with JSON `arguments` (an object; `null` reads
