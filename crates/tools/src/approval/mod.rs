@@ -10,6 +10,9 @@
 //! check still holds, and an approved command still runs in its private
 //! view, its writes judged when it ends.
 
+mod asking;
+mod files;
+mod http;
 mod memory;
 mod shell;
 
@@ -20,15 +23,18 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub(crate) use asking::Asking;
+pub(crate) use files::{Protected, RULE as WRITE_PROTECTED, asked_about as write_protected};
+pub(crate) use http::request_asking;
 pub(crate) use memory::Memory;
+pub(crate) use shell::validate_asking;
 pub use shell::validate_command;
-pub(crate) use shell::{Asking, validate_asking};
 
 /// The exact action a refusal stopped, as a person is shown it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Action {
-    /// What kind of action: `command`.
+    /// What kind of action: `command`, `request` or `path`.
     pub kind: &'static str,
     /// The action in words, such as `sort notes.txt` in `/work/project`.
     pub summary: String,
@@ -52,6 +58,38 @@ impl Action {
                 agentcaps::shell::quote(argv),
                 cwd.display()
             ),
+            digest: digest(&canonical.to_string()),
+        }
+    }
+}
+
+impl Action {
+    /// An HTTP request: its method and URL (as the client sends it). The
+    /// policy binds credentials to hosts, so the URL's host fixes which one
+    /// (if any) goes with it.
+    pub(crate) fn request(method: &str, url: &str) -> Self {
+        let canonical = serde_json::json!({
+            "kind": "request",
+            "method": method,
+            "url": url,
+        });
+        Self {
+            kind: "request",
+            summary: format!("send {method} {url}"),
+            digest: digest(&canonical.to_string()),
+        }
+    }
+
+    /// A file-system access: the real location and the access (`write`).
+    pub(crate) fn path(access: &'static str, location: &std::path::Path) -> Self {
+        let canonical = serde_json::json!({
+            "kind": "path",
+            "access": access,
+            "location": location.to_string_lossy(),
+        });
+        Self {
+            kind: "path",
+            summary: format!("{access} {}", location.display()),
             digest: digest(&canonical.to_string()),
         }
     }
