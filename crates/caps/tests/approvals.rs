@@ -161,7 +161,15 @@ fn the_askable_rules_load_each_one() {
         assert!(policy.approvals.asks(rule), "{rule}");
     }
     // Their neighbours are not: another name rule, another path rule.
-    for rule in ["name.blocked", "name.special-use", "outside-roots", "refused-option"] {
-        assert!(load(&format!("[approvals]\nask = [\"{rule}\"]\n")).is_err(), "{rule}");
+    for rule in [
+        "name.blocked",
+        "name.special-use",
+        "outside-roots",
+        "refused-option",
+    ] {
+        assert!(
+            load(&format!("[approvals]\nask = [\"{rule}\"]\n")).is_err(),
+            "{rule}"
+        );
     }
 }
