@@ -34,7 +34,7 @@ HOOK_WRITER = (
     "open('made.txt', 'w').write('ran')"
 )
 
-def policy_text(remember="once", ask='["not-allowed-program"]'):
+def policy_text(remember="once", ask='["not-allowed-program"]', extra="", timeout_ms=TIMEOUT_MS):
     return f"""
 [files]
 allowed = ["root"]
@@ -46,8 +46,8 @@ path_policy = true
 [approvals]
 ask = {ask}
 remember = "{remember}"
-timeout_ms = {TIMEOUT_MS}
-"""
+timeout_ms = {timeout_ms}
+{extra}"""
 
 
 class Person:

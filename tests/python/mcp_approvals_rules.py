@@ -20,26 +20,15 @@ import sys
 import tempfile
 import threading
 
-from checks import check, finish, text_of
+from checks import check, finish, send_text, text_of
 from mcp_approvals import CLIENT, Person, log_lines, session
+from mcp_approvals import policy_text as approvals_policy
 
 TIMEOUT_MS = 5000
 
 
 def policy_text(ask, remember="once", extra=""):
-    return f"""
-[files]
-allowed = ["root"]
-
-[shell]
-working_directory = "root"
-path_policy = true
-
-[approvals]
-ask = ["{ask}"]
-remember = "{remember}"
-timeout_ms = {TIMEOUT_MS}
-{extra}"""
+    return approvals_policy(remember, f'["{ask}"]', extra, TIMEOUT_MS)
 
 
 def approvals(log):
@@ -97,12 +86,7 @@ class Site(http.server.BaseHTTPRequestHandler):
             self.send_header("Location", "/hello")
             self.end_headers()
             return
-        body = b"hello from the approved host"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_text(self, "hello from the approved host")
 
     def log_message(self, *args):
         pass
