@@ -367,9 +367,12 @@ impl Toolbox {
                 _ => write_one(&inner.files, definition, arguments, &stop),
             })
         };
+        // A dry run writes nothing: nothing to approve.
+        let dry_run = arguments.get("dry_run") == Some(&Value::Bool(true));
         let target = arguments
             .get("path")
             .and_then(Value::as_str)
+            .filter(|_| !dry_run)
             .map(str::to_owned);
         let refused = match run(None, arguments.clone()).await {
             Err(refused) => refused,

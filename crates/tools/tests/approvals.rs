@@ -427,6 +427,13 @@ fn a_protected_write_is_asked_about_for_its_exact_location() {
         2,
         "the remembered location is not asked again"
     );
+    // A dry run writes nothing, so it asks nothing.
+    let dry = rt.block_on(toolbox.call(
+        "edit_file",
+        json!({"path": ".git/hooks/post-checkout", "old_text": "a", "new_text": "b", "dry_run": true}),
+    ));
+    assert_eq!(dry.expect_err("refused").rule(), "write-protected");
+    assert_eq!(person.asked().len(), 2);
     let _ = write;
 }
 

@@ -9,6 +9,16 @@
 //! action is then judged again with that refusal waived, so every other
 //! check still holds, and an approved command still runs in its private
 //! view, its writes judged when it ends.
+//!
+//! What is asked about, and what a "yes" lets through:
+//! - `not-allowed-program`, `unknown-option` (`shell_command`): the argv
+//!   and working directory; the command is judged again with that one
+//!   refusal waived.
+//! - `name.not-allowed` (`http_request`): the method and URL; that request
+//!   is sent with that one host allowed and no redirect followed.
+//! - `write-protected` (`write_file`, `edit_file`, `create_directory`): the
+//!   real location and the access; that call runs with the matched
+//!   protected glob left out, after the path is judged again.
 
 mod asking;
 mod files;
