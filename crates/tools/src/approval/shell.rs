@@ -106,9 +106,8 @@ pub(crate) async fn validate_asking(
             return Err(Stopped::Refused(refusal));
         };
         let text = refusal.to_string();
-        // A "yes" that could not let this refusal through is not asked for
-        // (an unknown option of a launcher, whose inner command cannot be
-        // found without knowing the option).
+        // A "yes" that could not let this refusal through (the waiver does
+        // not reach where it is raised) is not asked for.
         let mut trial = waivers.clone();
         trial.waive(&refusal);
         if matches!(policy.validate_waiving(request, &trial), Err(e) if e.to_string() == text) {
