@@ -229,6 +229,12 @@ dns_servers = ["127.0.0.1:{dns.port}"]
         moved = await get(s, f"http://other.example.com:{port}/redirect")
         check("name.not-allowed: an approved URL's redirect is not followed",
               moved.is_error and Site.seen == ["/redirect"], (text_of(moved), Site.seen))
+        asked = len(person.questions)
+        for target, rule in [(f"http://localhost:{port}/hello", "name.special-use"),
+                             (f"http://intranet:{port}/hello", "name.single-label")]:
+            local = await get(s, target)
+            check(f"name.not-allowed listed: a {rule} refusal is never asked about",
+                  local.is_error and rule in text_of(local) and len(person.questions) == asked, text_of(local))
     check("name.not-allowed: the log has each question and answer",
           approvals(log) == [("http_request", "name.not-allowed", "approved", CLIENT),
                              ("http_request", "name.not-allowed", "declined", CLIENT),
