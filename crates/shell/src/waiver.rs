@@ -9,7 +9,9 @@
 //! An approved `unknown-option` (an option the program's rules do not
 //! model, given alone: `--frobnicate`, never `--frobnicate=VALUE` or a
 //! cluster of letters) is left out when the command is judged, for that
-//! program (and subcommand) only, and kept in the command that runs. Every
+//! program (and subcommand) only, and kept in the command that runs. It is
+//! left out only where it is given once, before any `--`; given twice, the
+//! command stays refused. Every
 //! other word is judged as always: a word the option might take as its
 //! value is judged as an operand (a file argument, so a path the policy
 //! allows), which is never looser than judging it as the option's value.
@@ -128,10 +130,17 @@ impl Waivers {
                     },
                     None => 0,
                 };
-                for (i, word) in words.iter().enumerate().skip(from) {
-                    if word == argument {
-                        dropped[start + 1 + i] = true;
-                    }
+                // Exactly one place, before any `--`: with two, leaving one
+                // out could make the next word read as another option's
+                // value instead of a file (`--x --value --x FILE`).
+                let options = words.iter().position(|w| w == "--").unwrap_or(words.len());
+                let places: Vec<usize> = (from..words.len())
+                    .filter(|&i| words[i] == *argument)
+                    .collect();
+                if let [only] = places.as_slice()
+                    && *only < options
+                {
+                    dropped[start + 1 + only] = true;
                 }
             }
         }

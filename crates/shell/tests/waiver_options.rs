@@ -53,9 +53,27 @@ fn an_approved_option_validates_and_stays_in_the_command() {
     let waivers = waived(&f.policy, &argv);
     let ok = validate(&f.policy, &argv, &waivers).expect("approved");
     assert_eq!(ok, argv);
-    // Twice in the same place is the same option.
-    let twice = ["wc", "--frobnicate", "notes.txt", "--frobnicate"];
-    assert_eq!(validate(&f.policy, &twice, &waivers).expect("same"), twice);
+}
+
+#[test]
+fn an_option_given_twice_or_after_a_double_dash_stays_refused() {
+    let f = fixture();
+    let waivers = waived(&f.policy, &["wc", "--frobnicate", "notes.txt"]);
+    // Leaving out both would make `/etc/passwd` the value of `--total`
+    // rather than a file to judge.
+    for argv in [
+        [
+            "wc",
+            "--frobnicate",
+            "--total",
+            "--frobnicate",
+            "/etc/passwd",
+        ],
+        ["wc", "--frobnicate", "--", "--frobnicate", "notes.txt"],
+    ] {
+        let err = validate(&f.policy, &argv, &waivers).expect_err("refused");
+        assert!(err.is_refusal(), "{argv:?}: {err}");
+    }
 }
 
 #[test]
