@@ -368,6 +368,9 @@ fn an_option_a_yes_could_not_let_through_is_not_asked() {
         // A value attached, a cluster: never waivable.
         json!(["wc", "--frobnicate=names.txt", "names.txt"]),
         json!(["wc", "-lZ", "names.txt"]),
+        // Given twice: a waiver would not let it through, so a yes could
+        // not help and nothing is asked.
+        json!(["wc", "--frobnicate", "--", "--frobnicate", "names.txt"]),
     ] {
         let err = rt
             .block_on(toolbox.call("shell_command", json!({ "argv": argv })))
