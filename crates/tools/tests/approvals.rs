@@ -482,3 +482,62 @@ fn without_the_rule_listed_a_protected_write_is_refused_unasked() {
     assert!(person.asked().is_empty());
     assert!(!root.join(".git/hooks/pre-commit").exists());
 }
+
+mod common;
+
+/// A project whose `http_request` may reach only `allowed.example.com`,
+/// with every name resolved to a loopback web server by a loopback DNS
+/// server.
+fn web(remember: &str) -> (Project, u16) {
+    let port = common::http_server();
+    let dns = common::dns_server();
+    let p = project(&format!(
+        "[egress]\nallowed_domains = [\"allowed.example.com\"]\nallowed_cidrs = [\"127.0.0.0/8\"]\n\
+         allowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\n\
+         [approvals]\nask = [\"name.not-allowed\"]\nremember = \"{remember}\"\n"
+    ));
+    (p, port)
+}
+
+#[test]
+fn a_request_to_a_host_not_listed_is_asked_about_by_method_and_url() {
+    let (p, port) = web("session");
+    let person = Scripted::new(vec![Answer::Approve { remember: true }, Answer::Decline]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let get = |url: String| rt.block_on(toolbox.call("http_request", json!({ "url": url })));
+    let url = format!("http://other.example.com:{port}/page");
+    let got = get(url.clone()).expect("approved");
+    assert_eq!(got.structured["status"], 200, "{}", got.structured);
+    let asked = person.asked();
+    assert_eq!(
+        (asked[0].tool, asked[0].rule),
+        ("http_request", "name.not-allowed")
+    );
+    assert_eq!(asked[0].action.kind, "request");
+    assert_eq!(asked[0].action.summary, format!("send GET {url}"));
+    // Remembered: the same request is not asked again.
+    assert!(get(url).is_ok());
+    assert_eq!(person.asked().len(), 1);
+    // Another URL of the same host is another action: asked, declined.
+    let err = get(format!("http://other.example.com:{port}/else")).expect_err("declined");
+    assert_eq!(err.rule(), "name.not-allowed");
+    assert!(err.to_model_text().contains("declined"), "{err}");
+    assert_eq!(person.asked().len(), 2);
+    // The listed host needs no question.
+    assert!(get(format!("http://allowed.example.com:{port}/")).is_ok());
+    assert_eq!(person.asked().len(), 2);
+}
+
+#[test]
+fn without_a_person_a_request_to_a_host_not_listed_names_approval_unavailable() {
+    let (p, port) = web("once");
+    let err = rt()
+        .block_on(p.toolbox.call(
+            "http_request",
+            json!({"url": format!("http://other.example.com:{port}/")}),
+        ))
+        .expect_err("no one to ask");
+    assert_eq!(err.rule(), "approval-unavailable");
+    assert!(err.to_model_text().contains("name.not-allowed"), "{err}");
+}
