@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
 
+use super::aliases::Aliases;
 use super::changes::{ChangeAction, RefusedChange, Rule};
 use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
@@ -122,7 +123,12 @@ fn refusal(error: &PathError) -> Refusal {
 }
 
 /// Judge every entry of one root's staging layer.
-pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judged {
+pub(crate) fn judge(
+    policy: &PathPolicy,
+    root: &Path,
+    entries: &[Entry],
+    aliases: &Aliases,
+) -> Judged {
     let mut judged = Judged::default();
     let copied_up_links = links_to_existing_files(entries);
     // The first allowed new file of each inode the command hard-linked
@@ -196,11 +202,11 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             ),
             Upper::Deleted => match entry.lower {
                 Lower::Absent => {}
-                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel) {
+                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel, aliases) {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
-                _ => match judge_write(policy, root, &entry.rel)
+                _ => match judge_write(policy, root, &entry.rel, aliases)
                     .and_then(|()| judge_not_git_code(&entry.rel, false))
                 {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
@@ -221,7 +227,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     }
                 }
                 lower => {
-                    let judged_dir = judge_write(policy, root, &entry.rel)
+                    let judged_dir = judge_write(policy, root, &entry.rel, aliases)
                         .and_then(|()| judge_new_name(&entry.rel));
                     match judged_dir {
                         Ok(()) => {
@@ -244,7 +250,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                 }
             },
             Upper::Symlink(target) => {
-                let verdict = judge_write(policy, root, &entry.rel)
+                let verdict = judge_write(policy, root, &entry.rel, aliases)
                     .and_then(|()| judge_not_git_code(&entry.rel, true))
                     .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| {
@@ -295,7 +301,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     );
                     continue;
                 }
-                let verdict = judge_file_write(policy, root, entry)
+                let verdict = judge_file_write(policy, root, entry, aliases)
                     .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| judge_git_file(&entry.rel));
                 if let Err(why) = verdict {
@@ -565,11 +571,34 @@ fn links_to_existing_files(entries: &[Entry]) -> Vec<PathBuf> {
 }
 
 /// The path policy for a write at `root/rel`, also as spelled in lower
-/// case (a name blocked or protected in one case is in every case).
-fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refusal> {
+/// case (a name blocked or protected in one case is in every case), and
+/// at every other location it is reachable by through a link the real
+/// tree holds at a guarded name (`.cargo -> cfg` makes `cfg/config.toml`
+/// cargo's config).
+fn judge_write(
+    policy: &PathPolicy,
+    root: &Path,
+    rel: &Path,
+    aliases: &Aliases,
+) -> Result<(), Refusal> {
+    let location = root.join(rel);
     policy
-        .judge_location(&root.join(rel), Access::Write)
+        .judge_location(&location, Access::Write)
         .map_err(|e| refusal(&e))?;
+    for (alias, link) in aliases.of(&location) {
+        if let Err(error) = policy.judge_location(&alias, Access::Write)
+            && matches!(error.rule(), "blocked" | "write-protected")
+        {
+            return Err((
+                error.rule().to_owned(),
+                format!(
+                    "{error} (the link {} makes {} that entry)",
+                    link.display(),
+                    location.display()
+                ),
+            ));
+        }
+    }
     if let Some(text) = rel.to_str() {
         let folded = text.to_lowercase();
         if folded != text
@@ -588,10 +617,15 @@ fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refus
 /// A file written at `entry.rel`: the path policy; inside a git directory,
 /// only git's data, and a config whose every new key runs nothing (a
 /// config is judged by its content instead of being write-protected).
-fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(), Refusal> {
+fn judge_file_write(
+    policy: &PathPolicy,
+    root: &Path,
+    entry: &Entry,
+    aliases: &Aliases,
+) -> Result<(), Refusal> {
     match git_place(&entry.rel, false) {
         GitPlace::Config => {
-            match judge_write(policy, root, &entry.rel) {
+            match judge_write(policy, root, &entry.rel, aliases) {
                 Err((rule, _)) if rule == "write-protected" => {}
                 other => other?,
             }
@@ -604,7 +638,7 @@ fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(
             })
         }
         _ => {
-            judge_write(policy, root, &entry.rel)?;
+            judge_write(policy, root, &entry.rel, aliases)?;
             judge_not_git_code(&entry.rel, false)
         }
     }
@@ -710,17 +744,22 @@ fn in_runtime(policy: &PathPolicy, target: &Path) -> bool {
 
 /// Removing a directory of the real tree: it and everything beneath it
 /// must be writable.
-fn judge_tree_removal(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refusal> {
-    judge_write(policy, root, rel)?;
+fn judge_tree_removal(
+    policy: &PathPolicy,
+    root: &Path,
+    rel: &Path,
+    aliases: &Aliases,
+) -> Result<(), Refusal> {
+    judge_write(policy, root, rel, aliases)?;
     let Ok(read) = std::fs::read_dir(root.join(rel)) else {
         return Ok(());
     };
     for entry in read.flatten() {
         let child = rel.join(entry.file_name());
         if matches!(lower_at(&root.join(&child)), Lower::Dir { .. }) {
-            judge_tree_removal(policy, root, &child)?;
+            judge_tree_removal(policy, root, &child, aliases)?;
         } else {
-            judge_write(policy, root, &child)?;
+            judge_write(policy, root, &child, aliases)?;
         }
     }
     Ok(())

@@ -22,6 +22,9 @@
 //!   for writing or touched is no change (compared in chunks). A link
 //!   whose name is a directory on the way to a protected entry (`.cargo`,
 //!   `.github`) is refused; so is any `.git` file (a `gitdir:` pointer).
+//! - `aliases`: each change is judged at every other name it is reachable
+//!   by through a link the real tree already holds at a guarded name
+//!   (`.cargo -> cfg` makes `cfg/config.toml` cargo's config).
 //! - `gitdir`: inside a git directory (`.git`, its `modules/*` and
 //!   `worktrees/*`) only git's data lands; `config` is judged by its keys
 //!   (`git-config-key` names the first that could run a program).
@@ -38,6 +41,7 @@
 //! of the commit, so two runs' write-backs into one root take turns, and
 //! the later one sees the earlier one's commit as a conflict.
 
+mod aliases;
 mod changes;
 mod commit;
 mod gitdir;
@@ -48,6 +52,7 @@ use std::path::Path;
 
 use agentcaps_paths::PathPolicy;
 
+use aliases::Aliases;
 use changes::Rule;
 pub use changes::{Change, ChangeAction, Changes, RefusedChange};
 pub(crate) use commit::CommitFault;
@@ -102,6 +107,7 @@ pub(crate) fn write_back(
     // same root waits, then sees this one's commit as a change of the real
     // tree since its view was built (a conflict), never loses it.
     let _locks = lock_roots(layers);
+    let mut aliases = None;
     for &(root, upper) in layers {
         let entries = match scan(root, upper) {
             Ok(entries) => entries,
@@ -118,7 +124,16 @@ pub(crate) fn write_back(
                 continue;
             }
         };
-        let judged = judge(paths, root, &entries);
+        if entries.is_empty() {
+            continue;
+        }
+        // The real tree's links at guarded names, found once for all the
+        // roots (only when something changed).
+        let aliases = aliases.get_or_insert_with(|| {
+            let roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
+            Aliases::of_roots(paths, &roots)
+        });
+        let judged = judge(paths, root, &entries, aliases);
         for refused in judged.refused {
             changes.refused.push(refused_change(root, cwd, refused));
         }
