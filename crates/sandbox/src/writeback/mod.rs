@@ -22,6 +22,9 @@
 //!   for writing or touched is no change (compared in chunks). A link
 //!   whose name is a directory on the way to a protected entry (`.cargo`,
 //!   `.github`) is refused; so is any `.git` file (a `gitdir:` pointer).
+//! - `history`: an index or ref the command changed lands only when no
+//!   index entry or commit it added (read with `gix`) adds or changes a
+//!   protected path, or deletes one the view masked (`masked-deletion`).
 //! - `aliases`: each change is judged at every other name it is reachable
 //!   by through a link the real tree already holds at a guarded name
 //!   (`.cargo -> cfg` makes `cfg/config.toml` cargo's config).
@@ -45,6 +48,7 @@ mod aliases;
 mod changes;
 mod commit;
 mod gitdir;
+mod history;
 mod judge;
 mod scan;
 
@@ -133,7 +137,8 @@ pub(crate) fn write_back(
             let roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
             Aliases::of_roots(paths, &roots)
         });
-        let judged = judge(paths, root, &entries, aliases);
+        let mut judged = judge(paths, root, &entries, aliases);
+        history::judge_records(paths, root, upper, &mut judged);
         for refused in judged.refused {
             changes.refused.push(refused_change(root, cwd, refused));
         }

@@ -333,7 +333,11 @@ fn a_write_under_an_ordinary_name_that_a_host_link_makes_a_protected_one_is_refu
     // (The new `gh/workflows` is `.github/workflows`: refused whole.)
     for (refused, path, protected) in [
         ("cfg/config.toml", "cfg/config.toml", ".cargo/config.toml"),
-        ("gh/workflows", "gh/workflows/ci.yml", ".github/workflows/ci.yml"),
+        (
+            "gh/workflows",
+            "gh/workflows/ci.yml",
+            ".github/workflows/ci.yml",
+        ),
         ("hooks.toml", "hooks.toml", "tools/rust-toolchain.toml"),
     ] {
         assert_eq!(
