@@ -112,7 +112,15 @@ fn record_of(rel: &str) -> Option<(GitDir, Record)> {
 
 /// Judges what each allowed write of git's index or refs records; a
 /// refused one leaves `judged.ops` for `judged.refused`.
-pub(crate) fn judge_records(policy: &PathPolicy, root: &Path, upper: &Path, judged: &mut Judged) {
+/// With `protected_allowed`, only masked deletions and what cannot be
+/// read refuse (to find what a decider may be asked about).
+pub(crate) fn judge_records(
+    policy: &PathPolicy,
+    root: &Path,
+    upper: &Path,
+    judged: &mut Judged,
+    protected_allowed: bool,
+) {
     let mut refused_at: BTreeMap<usize, (String, String)> = BTreeMap::new();
     for (at, op) in judged.ops.iter().enumerate() {
         let Op::Write { rel, staged, .. } = op else {
@@ -127,6 +135,7 @@ pub(crate) fn judge_records(policy: &PathPolicy, root: &Path, upper: &Path, judg
             dir: &dir,
             stores: Stores::open(root, upper, &dir),
             ops: &judged.ops,
+            protected_allowed,
         };
         let verdict = match &record {
             Record::Index => history.judge_index(staged),
@@ -221,6 +230,7 @@ struct History<'a> {
     dir: &'a GitDir,
     stores: Stores,
     ops: &'a [Op],
+    protected_allowed: bool,
 }
 
 /// How a path differs.
@@ -256,11 +266,16 @@ impl History<'_> {
         };
         match diff {
             Diff::Written => match self.policy.judge_location(&location, Access::Write) {
-                Err(error) if matches!(error.rule(), "write-protected" | "blocked") => Some((
-                    error.rule().to_owned(),
-                    text,
-                    format!("it matches {}, which no command may write", entry(&error)),
-                )),
+                Err(error)
+                    if error.rule() == "blocked"
+                        || (error.rule() == "write-protected" && !self.protected_allowed) =>
+                {
+                    Some((
+                        error.rule().to_owned(),
+                        text,
+                        format!("it matches {}, which no command may write", entry(&error)),
+                    ))
+                }
                 _ => None,
             },
             Diff::Deleted => self

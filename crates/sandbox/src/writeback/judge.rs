@@ -12,6 +12,17 @@ use super::changes::{ChangeAction, RefusedChange, Rule};
 use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
 
+/// How changes are judged: the real tree's links at guarded names, and
+/// whether write-protected entries are let through (to find what a
+/// decider may be asked about; nothing else is relaxed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judging<'a> {
+    /// The real tree's links at guarded names.
+    pub(crate) aliases: &'a Aliases,
+    /// Write-protected entries do not refuse.
+    pub(crate) protected_allowed: bool,
+}
+
 /// One allowed change, as the commit performs it. `rel` is relative to
 /// the root and valid UTF-8 (others are refused as not portable).
 #[derive(Debug, Clone)]
@@ -127,7 +138,7 @@ pub(crate) fn judge(
     policy: &PathPolicy,
     root: &Path,
     entries: &[Entry],
-    aliases: &Aliases,
+    how: &Judging<'_>,
 ) -> Judged {
     let mut judged = Judged::default();
     let copied_up_links = links_to_existing_files(entries);
@@ -202,11 +213,11 @@ pub(crate) fn judge(
             ),
             Upper::Deleted => match entry.lower {
                 Lower::Absent => {}
-                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel, aliases) {
+                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel, how) {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
-                _ => match judge_write(policy, root, &entry.rel, aliases)
+                _ => match judge_write(policy, root, &entry.rel, how)
                     .and_then(|()| judge_not_git_code(&entry.rel, false))
                 {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
@@ -227,7 +238,7 @@ pub(crate) fn judge(
                     }
                 }
                 lower => {
-                    let judged_dir = judge_write(policy, root, &entry.rel, aliases)
+                    let judged_dir = judge_write(policy, root, &entry.rel, how)
                         .and_then(|()| judge_new_name(&entry.rel));
                     match judged_dir {
                         Ok(()) => {
@@ -250,7 +261,7 @@ pub(crate) fn judge(
                 }
             },
             Upper::Symlink(target) => {
-                let verdict = judge_write(policy, root, &entry.rel, aliases)
+                let verdict = judge_write(policy, root, &entry.rel, how)
                     .and_then(|()| judge_not_git_code(&entry.rel, true))
                     .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| {
@@ -301,7 +312,7 @@ pub(crate) fn judge(
                     );
                     continue;
                 }
-                let verdict = judge_file_write(policy, root, entry, aliases)
+                let verdict = judge_file_write(policy, root, entry, how)
                     .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| judge_git_file(&entry.rel));
                 if let Err(why) = verdict {
@@ -579,15 +590,18 @@ fn judge_write(
     policy: &PathPolicy,
     root: &Path,
     rel: &Path,
-    aliases: &Aliases,
+    how: &Judging<'_>,
 ) -> Result<(), Refusal> {
     let location = root.join(rel);
-    policy
-        .judge_location(&location, Access::Write)
-        .map_err(|e| refusal(&e))?;
-    for (alias, link) in aliases.of(&location) {
+    let refuses = |error: &PathError| !(how.protected_allowed && error.rule() == "write-protected");
+    match policy.judge_location(&location, Access::Write) {
+        Err(error) if refuses(&error) => return Err(refusal(&error)),
+        _ => {}
+    }
+    for (alias, link) in how.aliases.of(&location) {
         if let Err(error) = policy.judge_location(&alias, Access::Write)
             && matches!(error.rule(), "blocked" | "write-protected")
+            && refuses(&error)
         {
             return Err((
                 error.rule().to_owned(),
@@ -604,6 +618,7 @@ fn judge_write(
         if folded != text
             && let Err(error) = policy.judge_location(&root.join(&folded), Access::Write)
             && matches!(error.rule(), "blocked" | "write-protected")
+            && refuses(&error)
         {
             return Err((
                 error.rule().to_owned(),
@@ -621,11 +636,11 @@ fn judge_file_write(
     policy: &PathPolicy,
     root: &Path,
     entry: &Entry,
-    aliases: &Aliases,
+    how: &Judging<'_>,
 ) -> Result<(), Refusal> {
     match git_place(&entry.rel, false) {
         GitPlace::Config => {
-            match judge_write(policy, root, &entry.rel, aliases) {
+            match judge_write(policy, root, &entry.rel, how) {
                 Err((rule, _)) if rule == "write-protected" => {}
                 other => other?,
             }
@@ -638,7 +653,7 @@ fn judge_file_write(
             })
         }
         _ => {
-            judge_write(policy, root, &entry.rel, aliases)?;
+            judge_write(policy, root, &entry.rel, how)?;
             judge_not_git_code(&entry.rel, false)
         }
     }
@@ -748,18 +763,18 @@ fn judge_tree_removal(
     policy: &PathPolicy,
     root: &Path,
     rel: &Path,
-    aliases: &Aliases,
+    how: &Judging<'_>,
 ) -> Result<(), Refusal> {
-    judge_write(policy, root, rel, aliases)?;
+    judge_write(policy, root, rel, how)?;
     let Ok(read) = std::fs::read_dir(root.join(rel)) else {
         return Ok(());
     };
     for entry in read.flatten() {
         let child = rel.join(entry.file_name());
         if matches!(lower_at(&root.join(&child)), Lower::Dir { .. }) {
-            judge_tree_removal(policy, root, &child, aliases)?;
+            judge_tree_removal(policy, root, &child, how)?;
         } else {
-            judge_write(policy, root, &child, aliases)?;
+            judge_write(policy, root, &child, how)?;
         }
     }
     Ok(())
