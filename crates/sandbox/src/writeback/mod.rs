@@ -1,7 +1,9 @@
 //! Judged write-back: what a command changed in a writable root, read from
 //! the staging (upper) layer of the root's overlay once it has ended, judged
 //! entry by entry as a write through the path policy, and committed to the
-//! real tree all together or not at all.
+//! real tree together: a change whose step of the commit fails is taken
+//! out (with what cannot land without it) and refused alone, the commit
+//! undone and made again without it, so the rest lands.
 //!
 //! - `scan` reads the staging layer: created, modified and deleted
 //!   entries (whiteouts and opaque directories), mode changes, symbolic and
@@ -202,7 +204,7 @@ pub(crate) fn write_back(
     if writes_git_config {
         lift.push(GIT_CONFIG);
     }
-    let committed = lift
+    let beneath = lift
         .iter()
         .try_fold(paths.clone(), |policy, entry| {
             policy.without_write_protected(entry)
@@ -214,28 +216,90 @@ pub(crate) fn write_back(
             // limit of 1024 open files.
             beneath.share_dir_handles(true);
             beneath
-        })
-        .map_err(|e| e.to_string())
-        .and_then(|beneath| commit(&beneath, &roots, cwd, fault));
-    match committed {
-        Ok(applied) => changes.applied = applied,
-        Err(reason) => {
-            for root in &roots {
-                for op in &root.ops {
-                    changes.refused.push(RefusedChange {
-                        path: shown(&root.root.join(op.rel()), cwd),
-                        action: op.action(),
-                        from: op
-                            .renamed_from()
-                            .map(|from| shown(&root.root.join(from), cwd)),
-                        rule: Rule::CommitFailed.id(),
-                        reason: format!("none of the command's changes landed: {reason}"),
-                    });
-                }
-            }
+        });
+    let mut roots = roots;
+    match beneath {
+        Ok(beneath) => commit_each_alone(&beneath, roots, cwd, fault, &mut changes),
+        Err(error) => {
+            let reason = format!("none of the command's changes landed: {error}");
+            refuse_all(&mut roots, &reason, cwd, &mut changes);
         }
     }
     changes
+}
+
+/// How many changes may fail one by one before the commit gives up (and
+/// nothing lands): more is a failure of the whole, not of changes.
+const MAX_FAILED_ALONE: usize = 16;
+
+/// Commits the roots' changes; a change whose step fails is taken out
+/// (with what cannot land without it), refused, and the rest committed
+/// again from the real tree as it was.
+fn commit_each_alone(
+    beneath: &agentcaps_paths::Beneath,
+    mut roots: Vec<RootOps<'_>>,
+    cwd: &Path,
+    mut fault: Option<CommitFault>,
+    changes: &mut Changes,
+) {
+    let mut failed_alone = 0;
+    while !roots.is_empty() {
+        let failure = match commit(beneath, &roots, cwd, fault.take()) {
+            Ok(applied) => {
+                changes.applied = applied;
+                return;
+            }
+            Err(failure) => failure,
+        };
+        let at = failure
+            .at
+            .filter(|&(r, _)| r < roots.len() && failed_alone < MAX_FAILED_ALONE);
+        let Some((r, i)) = at else {
+            let reason = format!("none of the command's changes landed: {}", failure.reason);
+            refuse_all(&mut roots, &reason, cwd, changes);
+            return;
+        };
+        failed_alone += 1;
+        let root = roots.remove(r);
+        let base = root.root;
+        let (left, taken) = root.take_out(i);
+        for op in taken {
+            changes.refused.push(commit_failed(
+                base,
+                &op,
+                &format!(
+                    "it could not be applied ({}); it was left out and the command's other changes committed",
+                    failure.reason
+                ),
+                cwd,
+            ));
+        }
+        if !left.ops.is_empty() {
+            roots.insert(r, left);
+        }
+    }
+}
+
+/// Refuses every change left in `roots` with `reason`.
+fn refuse_all(roots: &mut Vec<RootOps<'_>>, reason: &str, cwd: &Path, changes: &mut Changes) {
+    for root in roots.drain(..) {
+        for op in &root.ops {
+            changes
+                .refused
+                .push(commit_failed(root.root, op, reason, cwd));
+        }
+    }
+}
+
+/// The refusal of a change the commit could not apply.
+fn commit_failed(root: &Path, op: &Op, reason: &str, cwd: &Path) -> RefusedChange {
+    RefusedChange {
+        path: shown(&root.join(op.rel()), cwd),
+        action: op.action(),
+        from: op.renamed_from().map(|from| shown(&root.join(from), cwd)),
+        rule: Rule::CommitFailed.id(),
+        reason: reason.to_owned(),
+    }
 }
 
 /// The rule a decider is asked about.
