@@ -193,6 +193,68 @@ async def write_protected(binary, top):
               and not os.path.exists(os.path.join(root, ".git", "hooks", "pre-push")), text_of(refused))
 
 
+WORKFLOW_WRITER = (
+    "import os; open(os.path.join('.github', 'workflows', 'ci.yml'), 'w').write('on: approved'); "
+    "open(os.path.join('.git', 'hooks', 'post-merge'), 'w').write('pwned'); "
+    "open('made-{0}.txt', 'w').write('ran')"
+)
+
+
+async def write_back(binary, top):
+    root = os.path.join(top, "root")
+    workflow = os.path.join(root, ".github", "workflows", "ci.yml")
+    hook = os.path.join(root, ".git", "hooks", "post-merge")
+    ask = '["not-allowed-program", "write-protected"]'
+
+    async def run(s, tag):
+        return await s.call_tool("shell_command", {"argv": ["python3", "-c", WORKFLOW_WRITER.format(tag)]})
+
+    def read(path):
+        with open(path) as f:
+            return f.read()
+
+    for answer, tag in [("approve", "yes"), ("decline", "no")]:
+        person = Person("approve", answer)
+        policy = approvals_policy("once", ask, "", TIMEOUT_MS)
+        async with session(binary, top, f"wb-{tag}", policy, person) as (s, log):
+            with open(workflow, "w") as f:
+                f.write("on: push\n")
+            result = await run(s, tag)
+            out = result.structured_content or {}
+            changes = out.get("changes") or {}
+            refused = {c.get("path"): c.get("rule") for c in changes.get("refused", [])}
+            applied = [c.get("path") for c in changes.get("applied", [])]
+            q = person.questions[1].message if len(person.questions) > 1 else ""
+            check(f"write-back {answer}: the person is asked about the run's write-protected change",
+                  len(person.questions) == 2 and "write-protected" in q and ".github/workflows/ci.yml" in q
+                  and ".git/hooks/post-merge (" not in q and "post-merge\n" not in q
+                  and q.split("\n")[1].endswith(": modify .github/workflows/ci.yml"), q)
+            if answer == "approve":
+                check("write-back approved: the workflow landed with the run's other changes",
+                      read(workflow) == "on: approved" and os.path.exists(os.path.join(root, "made-yes.txt"))
+                      and ".github/workflows/ci.yml" in applied and "made-yes.txt" in applied,
+                      (read(workflow), applied, refused))
+            else:
+                check("write-back declined: the workflow did not land, the other change did, it is listed",
+                      read(workflow) == "on: push\n" and os.path.exists(os.path.join(root, "made-no.txt"))
+                      and refused.get(".github/workflows/ci.yml") == "write-protected",
+                      (read(workflow), applied, refused))
+            check(f"write-back {answer}: the hook (git's own code) never lands and is never asked about",
+                  not os.path.exists(hook) and refused.get(".git/hooks/post-merge") == "write-protected"
+                  and out.get("enforced") == "full", (refused, out.get("enforced")))
+        expected = "approved" if answer == "approve" else "declined"
+        check(f"write-back {answer}: the log has the question and the answer",
+              approvals(log)[1:] == [("shell_command", "write-protected", expected, CLIENT)], approvals(log))
+
+    async with session(binary, top, "wb-none", approvals_policy("once", '["write-protected"]', "", TIMEOUT_MS),
+                       None) as (s, log):
+        with open(workflow, "w") as f:
+            f.write("on: push\n")
+        result = await s.call_tool("shell_command", {"command": "sed -i s/push/none/ .github/workflows/ci.yml"})
+        check("write-back without elicitation: the workflow does not land",
+              read(workflow) == "on: push\n", (text_of(result), read(workflow)))
+
+
 async def name_not_allowed(binary, top, dns, port):
     egress = f"""
 [egress]
@@ -283,6 +345,7 @@ def main():
                 f.write("on: push\n")
             asyncio.run(unknown_option(binary, top))
             asyncio.run(write_protected(binary, top))
+            asyncio.run(write_back(binary, top))
             asyncio.run(name_not_allowed(binary, top, dns, site.server_address[1]))
     finally:
         site.shutdown()

@@ -66,19 +66,46 @@ impl Asking<'_> {
         refusal: String,
         action: Action,
     ) -> Result<(), Answer> {
-        let question = Question {
-            tool: self.tool,
-            rule,
-            refusal,
-            action,
-            may_remember: self.session(),
-            timeout: std::time::Duration::from_millis(self.config.timeout_ms),
-        };
+        let question = self.question(rule, refusal, action, self.session());
         if self.answer(&question).await? {
             self.memory
                 .remember(&question.action.digest, &question.refusal);
         }
         Ok(())
+    }
+
+    /// Asks about `refusal` of `action` for this once: a "yes" is never
+    /// remembered (the next run of a command writes other bytes).
+    pub(crate) async fn ask_once(
+        &self,
+        rule: &'static str,
+        refusal: String,
+        action: Action,
+    ) -> Result<(), Answer> {
+        let question = self.question(rule, refusal, action, false);
+        self.answer(&question).await.map(|_| ())
+    }
+
+    fn question(
+        &self,
+        rule: &'static str,
+        refusal: String,
+        action: Action,
+        may_remember: bool,
+    ) -> Question {
+        Question {
+            tool: self.tool,
+            rule,
+            refusal,
+            action,
+            may_remember,
+            timeout: self.timeout(),
+        }
+    }
+
+    /// How long a question waits.
+    pub(crate) fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.config.timeout_ms)
     }
 
     /// Puts `question` to the person: `Ok(remember)` when approved
@@ -118,14 +145,7 @@ impl Asking<'_> {
         if self.remembered(rule, key, &action) {
             return Ok(());
         }
-        let question = Question {
-            tool: self.tool,
-            rule,
-            refusal: refused.to_string(),
-            action,
-            may_remember: self.session(),
-            timeout: std::time::Duration::from_millis(self.config.timeout_ms),
-        };
+        let question = self.question(rule, refused.to_string(), action, self.session());
         match self.answer(&question).await {
             Ok(true) => {
                 self.memory.remember(&question.action.digest, key);

@@ -19,12 +19,16 @@
 //! - `write-protected` (`write_file`, `edit_file`, `create_directory`): the
 //!   real location and the access; that call runs with the matched
 //!   protected glob left out, after the path is judged again.
+//! - `write-protected` (`shell_command`'s write-back): the run's changes
+//!   refused only for writing a write-protected entry; they stay staged
+//!   until the answer, then land with the rest in one commit, or not at all.
 
 mod asking;
 mod files;
 mod http;
 mod memory;
 mod shell;
+mod writeback;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,12 +43,13 @@ pub(crate) use http::request_asking;
 pub(crate) use memory::Memory;
 pub(crate) use shell::validate_asking;
 pub use shell::validate_command;
+pub(crate) use writeback::run_asking;
 
 /// The exact action a refusal stopped, as a person is shown it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Action {
-    /// What kind of action: `command`, `request` or `path`.
+    /// What kind of action: `command`, `request`, `path` or `write-back`.
     pub kind: &'static str,
     /// The action in words, such as `sort notes.txt` in `/work/project`.
     pub summary: String,
@@ -100,6 +105,44 @@ impl Action {
         Self {
             kind: "path",
             summary: format!("{access} {}", location.display()),
+            digest: digest(&canonical.to_string()),
+        }
+    }
+}
+
+impl Action {
+    /// The refused write-back changes of one run of the command `command`:
+    /// each path, what the command did there, and where a rename came from.
+    pub(crate) fn write_back(
+        command: &Action,
+        changes: &[agentcaps::shell::RefusedChange],
+    ) -> Self {
+        let each: Vec<serde_json::Value> = changes
+            .iter()
+            .map(|c| serde_json::json!({"path": c.path, "action": c.action, "from": c.from}))
+            .collect();
+        let canonical = serde_json::json!({
+            "kind": "write-back",
+            "command": command.digest,
+            "changes": each,
+        });
+        let listed: Vec<String> = changes
+            .iter()
+            .map(|c| {
+                let action = serde_json::to_value(c.action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                format!("{action} {}", c.path)
+            })
+            .collect();
+        Self {
+            kind: "write-back",
+            summary: format!(
+                "land these changes of this run of {}: {}",
+                command.summary.trim_start_matches("run "),
+                listed.join(", ")
+            ),
             digest: digest(&canonical.to_string()),
         }
     }
