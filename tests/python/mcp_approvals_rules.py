@@ -3,7 +3,9 @@
 the official Python MCP SDK as the client and its elicitation callback as
 the person: `unknown-option` (shell_command), `name.not-allowed`
 (http_request, against a DNS server and an HTTP server on loopback) and
-`write-protected` (write_file, edit_file). For each: approve, decline,
+`write-protected` (write_file, edit_file, and a command's write-back: the
+approved change lands with the run's other changes, a declined one not at
+all, git's own code never). For each: approve, decline,
 `once` against `session`, a different action asked again, a client without
 elicitation (approval-unavailable), and the call log's lines.
 

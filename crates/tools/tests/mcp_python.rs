@@ -109,8 +109,10 @@ fn official_python_sdk_answers_approval_questions() {
 
 /// The other askable rules through the SDK's elicitation callback:
 /// `unknown-option`, `name.not-allowed` (a DNS server and an HTTP server on
-/// loopback) and `write-protected`, each approved, declined, once and for
-/// the session, another action asked again, no elicitation, the log.
+/// loopback) and `write-protected` (file tools, and a command's write-back:
+/// approved changes land in the run's one commit, declined ones not at
+/// all), each approved, declined, once and for the session, another action
+/// asked again, no elicitation, the log.
 #[test]
 #[cfg_attr(
     not(target_os = "linux"),
