@@ -11,7 +11,8 @@ except ImportError as e:
     print(f"the Python MCP SDK is missing ({e}); install it with `pip install mcp`", file=sys.stderr)
     sys.exit(3)
 
-__all__ = ["ClientSession", "StdioServerParameters", "types", "stdio_client", "check", "finish", "text_of"]
+__all__ = ["ClientSession", "StdioServerParameters", "types", "stdio_client", "check", "finish", "text_of",
+           "send_text"]
 
 _tally = {"passed": 0, "failed": 0}
 
@@ -35,3 +36,13 @@ def finish():
 def text_of(result):
     """A tool result's text content."""
     return "\n".join(getattr(c, "text", "") for c in result.content)
+
+
+def send_text(handler, body):
+    """Answers an http.server request with 200 and the text `body`."""
+    data = body.encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/plain")
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)

@@ -21,9 +21,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import re
 import time
 
 from checks import ClientSession, StdioServerParameters, check, finish, stdio_client, text_of, types
+from mcp.client.streamable_http import streamable_http_client
 
 CLIENT = "approvals-e2e-client"
 TIMEOUT_MS = 1500
@@ -32,7 +34,7 @@ HOOK_WRITER = (
     "open('made.txt', 'w').write('ran')"
 )
 
-def policy_text(remember="once", ask='["not-allowed-program"]'):
+def policy_text(remember="once", ask='["not-allowed-program"]', extra="", timeout_ms=TIMEOUT_MS):
     return f"""
 [files]
 allowed = ["root"]
@@ -44,8 +46,8 @@ path_policy = true
 [approvals]
 ask = {ask}
 remember = "{remember}"
-timeout_ms = {TIMEOUT_MS}
-"""
+timeout_ms = {timeout_ms}
+{extra}"""
 
 
 class Person:
@@ -84,6 +86,45 @@ async def session(binary, top, name, policy, person=None):
         async with ClientSession(read, write, elicitation_callback=person, client_info=info) as s:
             await s.initialize()
             yield s, log
+
+
+@contextlib.asynccontextmanager
+async def http_server(binary, top, name, policy):
+    """`agentcaps mcp --http 127.0.0.1:0`, its URL read from its stderr."""
+    path = os.path.join(top, f"{name}.toml")
+    with open(path, "w") as f:
+        f.write(policy)
+    log = os.path.join(top, f"{name}.log")
+    err_path = os.path.join(top, f"{name}.err")
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([binary, "mcp", "--http", "127.0.0.1:0", "--policy", path, "--log", log],
+                                cwd=os.path.join(top, "root"), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        url = None
+        deadline = time.monotonic() + 20
+        while url is None and time.monotonic() < deadline and proc.poll() is None:
+            with open(err_path) as f:
+                m = re.search(r"at (http://[^ ]*:\d+/mcp)", f.read())
+            url = m.group(1) if m else None
+            await asyncio.sleep(0.05)
+        if url is None:
+            with open(err_path) as f:
+                raise RuntimeError(f"the HTTP server did not start: {f.read()}")
+        yield url, log
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextlib.asynccontextmanager
+async def http_session(url, person):
+    """One Streamable HTTP session of the SDK (its own MCP session id)."""
+    info = types.Implementation(name=CLIENT, version="1.0")
+    async with streamable_http_client(url) as streams:
+        async with ClientSession(streams[0], streams[1], elicitation_callback=person, client_info=info) as s:
+            await s.initialize()
+            yield s
 
 
 def log_lines(log):
@@ -223,6 +264,34 @@ async def run(binary, top):
         check("confined: .git/hooks/x did not land, made.txt did",
               not os.path.exists(os.path.join(root, ".git", "hooks", "x"))
               and os.path.exists(os.path.join(root, "made.txt")), os.listdir(os.path.join(root, ".git", "hooks")))
+
+    # Over HTTP every client session has its own memory: a "yes" remembered
+    # in one session is not another's, even at the same time on one server.
+    async with http_server(binary, top, "http-sessions", policy_text("session")) as (url, log):
+        first_person, second_person = Person("remember"), Person("decline")
+        async with http_session(url, first_person) as first:
+            approved = await sort(first, "names.txt")
+            again = await sort(first, "names.txt")
+            check("http session one: approved and remembered",
+                  not approved.is_error and not again.is_error and len(first_person.questions) == 1,
+                  (text_of(again), len(first_person.questions)))
+            async with http_session(url, second_person) as second:
+                other = await sort(second, "names.txt")
+                check("http session two (open at the same time): asked again, not the first one's yes",
+                      other.is_error and "declined" in text_of(other) and len(second_person.questions) == 1
+                      and len(first_person.questions) == 1,
+                      (text_of(other), len(second_person.questions), len(first_person.questions)))
+            still = await sort(first, "names.txt")
+            check("http session one still remembers its own yes",
+                  not still.is_error and len(first_person.questions) == 1, text_of(still))
+        third_person = Person("decline")
+        async with http_session(url, third_person) as third:
+            later = await sort(third, "names.txt")
+            check("http: a later session is asked again",
+                  later.is_error and len(third_person.questions) == 1, text_of(later))
+    answers = [l.get("answer") for l in log_lines(log) if l.get("event") == "approval"]
+    check("http sessions: the log shows each session's answers",
+          answers == ["approved-session", "remembered", "declined", "remembered", "declined"], answers)
 
     # Never-askable rules (and IDs that are no rule) are a policy error at load.
     for rule in ["blocked", "nul", "address.special-purpose", "credential-unbound", "view-failed", "no-such-rule"]:

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 
-from checks import ClientSession, StdioServerParameters, check, finish, stdio_client, text_of
+from checks import ClientSession, StdioServerParameters, check, finish, send_text, stdio_client, text_of
 
 try:
     import jsonschema
@@ -77,12 +77,7 @@ def is_error(result):
 
 class Hello(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        body = b"hello from loopback\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/plain")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_text(self, "hello from loopback\n")
 
     def log_message(self, *args):
         pass

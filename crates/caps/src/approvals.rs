@@ -15,7 +15,12 @@ use crate::load::Spans;
 
 /// The rules a person can be asked about: for each, the tools know how to
 /// let exactly the refused action through and nothing else.
-pub const ASKABLE_RULES: &[&str] = &["not-allowed-program"];
+pub const ASKABLE_RULES: &[&str] = &[
+    "not-allowed-program",
+    "unknown-option",
+    "name.not-allowed",
+    "write-protected",
+];
 
 /// Rules that are never asked about, with why (listing one in `ask` is a
 /// policy error).

@@ -147,3 +147,29 @@ fn the_effective_policy_shows_the_section() {
     let again: toml::Table = toml::from_str(&body).expect("parses");
     assert_eq!(again["approvals"]["remember"].as_str(), Some("once"));
 }
+
+#[test]
+fn the_askable_rules_load_each_one() {
+    for rule in [
+        "not-allowed-program",
+        "unknown-option",
+        "name.not-allowed",
+        "write-protected",
+    ] {
+        let policy = load(&format!("[approvals]\nask = [\"{rule}\"]\n"))
+            .unwrap_or_else(|e| panic!("{rule}: {e}"));
+        assert!(policy.approvals.asks(rule), "{rule}");
+    }
+    // Their neighbours are not: another name rule, another path rule.
+    for rule in [
+        "name.blocked",
+        "name.special-use",
+        "outside-roots",
+        "refused-option",
+    ] {
+        assert!(
+            load(&format!("[approvals]\nask = [\"{rule}\"]\n")).is_err(),
+            "{rule}"
+        );
+    }
+}

@@ -43,6 +43,8 @@ pub(crate) struct ViewSettings {
     pub(crate) cache_dirs: Vec<PathBuf>,
     /// Test seam: the view applies no Landlock (the run must then fail).
     pub(crate) skip_landlock: bool,
+    /// Asked about the write-protected changes of a run before its commit.
+    pub(crate) decider: Option<crate::writeback::Decider>,
 }
 
 /// Bounds on what one run may take.
@@ -104,6 +106,7 @@ impl Default for ViewSettings {
             commit_fault: None,
             cache_dirs: Vec::new(),
             skip_landlock: false,
+            decider: None,
         }
     }
 }
@@ -231,6 +234,18 @@ impl SandboxBuilder {
     #[doc(hidden)]
     pub fn fail_commit_at(mut self, step: Option<usize>) -> Self {
         self.sandbox.view.commit_fault = step;
+        self
+    }
+
+    /// Asks `decider` about each run's write-protected changes (a
+    /// workflow, `.cargo/config.toml`, a commit that records one) before
+    /// its write-back commits: the approved ones land with the rest, the
+    /// others stay refused. Without one they are refused.
+    pub fn write_back_decider(
+        mut self,
+        decider: std::sync::Arc<dyn crate::writeback::WriteBackDecider>,
+    ) -> Self {
+        self.sandbox.view.decider = Some(crate::writeback::Decider(decider));
         self
     }
 

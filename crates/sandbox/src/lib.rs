@@ -81,4 +81,4 @@ pub use confinement::{Limits, Sandbox, SandboxBuilder};
 pub use error::SandboxError;
 pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 pub use run::{Exit, RunResult, Truncated, ViewAvailability};
-pub use writeback::{Change, ChangeAction, Changes, RefusedChange};
+pub use writeback::{Change, ChangeAction, Changes, RefusedChange, WriteBackDecider};

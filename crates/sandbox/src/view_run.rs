@@ -230,6 +230,7 @@ impl Sandbox {
                 &layers,
                 &command.cwd,
                 self.view.commit_fault.map(CommitFault),
+                self.view.decider.as_ref(),
             )
         });
         let (enforced, reason) = if self.paths.is_none() {

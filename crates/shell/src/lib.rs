@@ -121,7 +121,7 @@ pub use agentcaps_sandbox::kernel;
 pub use agentcaps_sandbox::writeback;
 
 #[cfg(feature = "runner")]
-pub use agentcaps_sandbox::{Change, ChangeAction, Changes, RefusedChange};
+pub use agentcaps_sandbox::{Change, ChangeAction, Changes, RefusedChange, WriteBackDecider};
 #[cfg(feature = "runner")]
 pub use agentcaps_sandbox::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 #[cfg(feature = "runner")]

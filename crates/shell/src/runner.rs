@@ -30,6 +30,23 @@ impl ShellPolicy {
         Ok(self.sandbox().run(command.into_sandbox()).await?)
     }
 
+    /// [`ShellPolicy::run`], asking `decider` about the run's changes
+    /// refused only because they write a write-protected entry, before its
+    /// write-back commits: the approved ones land with the rest, in one
+    /// commit; the others stay refused.
+    ///
+    /// # Errors
+    ///
+    /// As [`ShellPolicy::run`].
+    pub async fn run_deciding(
+        &self,
+        command: ValidatedCommand,
+        decider: std::sync::Arc<dyn agentcaps_sandbox::WriteBackDecider>,
+    ) -> Result<RunResult, ShellError> {
+        let sandbox = self.sandbox_builder().write_back_decider(decider).build();
+        Ok(sandbox.run(command.into_sandbox()).await?)
+    }
+
     /// What a run of `command` would get here, without running it (for
     /// `check shell`): the enforcement level, and why it is not `full`.
     /// Whether the private view can be built is found by trying: the view
@@ -64,6 +81,10 @@ impl ShellPolicy {
     /// The sandbox this policy's commands run in: its path policy, network,
     /// output cap and view settings.
     pub(crate) fn sandbox(&self) -> Sandbox {
+        self.sandbox_builder().build()
+    }
+
+    fn sandbox_builder(&self) -> agentcaps_sandbox::SandboxBuilder {
         Sandbox::builder()
             .path_policy(self.paths.clone())
             .allow_network(self.allow_network)
@@ -77,7 +98,6 @@ impl ShellPolicy {
             .fail_commit_at(self.view.commit_fault)
             .skip_landlock_in_view(self.view.skip_landlock)
             .limits(self.view.limits)
-            .build()
     }
 }
 

@@ -118,6 +118,19 @@ fn validate_at(
     };
     let mut segments = Vec::new();
     judge_programs(policy, waivers, &argv, 0, 0, &mut segments)?;
+    // Options a person approved are left out of the judging (see
+    // `Waivers`); the command keeps them.
+    let spans = segments
+        .iter()
+        .map(|s| (s.start, s.end, s.identity.as_str()));
+    let (argv, approved) = match waivers.without_options(&argv, spans) {
+        Some((judged, kept)) => {
+            segments.clear();
+            judge_programs(policy, waivers, &judged, 0, 0, &mut segments)?;
+            (Cow::Owned(judged), Some((argv.into_owned(), kept)))
+        }
+        None => (argv, None),
+    };
     let work = segments.last().ok_or(ShellError::EmptyCommand)?;
     let text = match &policy.paths {
         Some(_) => text_arguments(policy, &argv, work, when),
@@ -236,6 +249,16 @@ fn validate_at(
         [only] => starts_programs(policy, &argv, only, when),
         _ => true,
     };
+    if let Some((mut whole, kept)) = approved {
+        for segment in &segments {
+            if let (Some(&at), Some(word)) = (kept.get(segment.start), argv.get(segment.start))
+                && let Some(slot) = whole.get_mut(at)
+            {
+                slot.clone_from(word);
+            }
+        }
+        argv = whole;
+    }
     let requested = request.timeout_ms.map(Duration::from_millis);
     let timeout = requested.map_or(policy.timeout, |t| t.min(policy.timeout));
     Ok(ValidatedCommand {

@@ -41,7 +41,7 @@ pub(crate) struct FileTools {
     roots: walk::Roots,
     max_read_bytes: u64,
     allowed: String,
-    seen: Seen,
+    seen: std::sync::Arc<Seen>,
 }
 
 /// The version of each file as these tools last read or wrote it, by real
@@ -376,7 +376,29 @@ impl FileTools {
             beneath,
             max_read_bytes: policy.max_read_bytes,
             allowed,
-            seen: Seen::default(),
+            seen: std::sync::Arc::default(),
+        })
+    }
+
+    /// The same tools with the write-protected glob `entry` left out, for
+    /// one write a person approved (the versions seen are shared).
+    pub(crate) fn unprotected(&self, entry: &str) -> Result<Self, ToolError> {
+        let policy = self
+            .policy
+            .without_write_protected(entry)
+            .map_err(|e| self.refused("toolbox", e))?;
+        let beneath = policy
+            .open_beneath()
+            .map_err(|e| self.refused("toolbox", e))?;
+        Ok(Self {
+            base: self.base.clone(),
+            #[cfg(unix)]
+            roots: walk::Roots::open(&policy),
+            policy,
+            beneath,
+            max_read_bytes: self.max_read_bytes,
+            allowed: self.allowed.clone(),
+            seen: std::sync::Arc::clone(&self.seen),
         })
     }
 

@@ -312,9 +312,7 @@ impl ShellTool {
         let validated = validate_asking(&self.policy, &request, &action, asking)
             .await
             .map_err(|stopped| stopped.into_error(|e| self.refused(e)))?;
-        let result = self
-            .policy
-            .run(validated)
+        let result = crate::approval::run_asking(&self.policy, validated, action(), asking)
             .await
             .map_err(|e| self.refused(e))?;
         Ok(result.into())

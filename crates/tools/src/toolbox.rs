@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::approval::{ApprovalRecord, Approver, Asking, Memory, Refuse};
+use crate::approval::{self, ApprovalRecord, Approver, Asking, Memory, Protected, Refuse};
 use crate::catalog::{self, CATALOG, Definition, TOOL_NAMES, ToolHints, ToolId};
 use crate::describe::Descriptions;
 use crate::files::FileTools;
@@ -215,7 +215,8 @@ impl Toolbox {
 
     /// The same tools confined to the intersection of this toolbox's roots
     /// and a client's roots (`file:` URIs): file tools and commands reach
-    /// only directories both allow, never more. Returns the client roots
+    /// only directories both allow, never more. The result is the same
+    /// session (approver and remembered approvals). Returns the client roots
     /// that were ignored (not a local directory, or outside every root),
     /// each with why.
     ///
@@ -225,7 +226,13 @@ impl Toolbox {
     pub fn narrowed_to(&self, uris: &[String]) -> Result<(Self, Vec<IgnoredRoot>), ToolError> {
         let narrowing = roots::narrow(&roots::policy_roots(&self.inner.policy)?, uris);
         let policy = roots::narrowed_policy(&self.inner.policy, &narrowing);
-        Ok((Self::new(&policy, self.base())?, narrowing.ignored))
+        // The same session: its approver and its remembered approvals.
+        let narrowed = Self {
+            approver: Arc::clone(&self.approver),
+            memory: Arc::clone(&self.memory),
+            ..Self::new(&policy, self.base())?
+        };
+        Ok((narrowed, narrowing.ignored))
     }
 
     /// Calls the tool `name` with JSON `arguments` (an object; `null` reads
@@ -306,21 +313,28 @@ impl Toolbox {
             });
         };
         self.inner.check_ranges(definition, &arguments)?;
+        let asking = Asking {
+            config: &self.inner.approvals,
+            approver,
+            memory: &self.memory,
+            records,
+            tool: definition.name,
+        };
         match definition.id {
             ToolId::ShellCommand => {
                 let input = args(definition, arguments)?;
-                let asking = Asking {
-                    config: &self.inner.approvals,
-                    approver,
-                    memory: &self.memory,
-                    records,
-                    tool: definition.name,
-                };
                 answer(self.inner.shell.run(input, &asking).await)
             }
             ToolId::HttpRequest => {
                 let input = args(definition, arguments)?;
-                answer(self.inner.http.request(input).await)
+                let (http, policy) = (&self.inner.http, &self.inner.policy);
+                answer(approval::request_asking(http, policy, input, &asking).await)
+            }
+            ToolId::WriteFile | ToolId::EditFile | ToolId::CreateDirectory
+                if asking.asks(approval::WRITE_PROTECTED) =>
+            {
+                self.write_asking(definition, arguments, stop, &asking)
+                    .await
             }
             _ => {
                 let inner = Arc::clone(&self.inner);
@@ -328,6 +342,51 @@ impl Toolbox {
                 blocking(move || inner.call_blocking(definition, arguments, &stop)).await
             }
         }
+    }
+
+    /// A tool that writes one path, asking about a `write-protected`
+    /// refusal of exactly that path; an approved write runs once with the
+    /// matched protected glob left out, after the path is judged again.
+    async fn write_asking(
+        &self,
+        definition: &'static Definition,
+        arguments: Value,
+        stop: &Stop,
+        asking: &Asking<'_>,
+    ) -> Result<ToolOutput, ToolError> {
+        let run = |approved: Option<(Arc<FileTools>, Protected)>, arguments: Value| {
+            let inner = Arc::clone(&self.inner);
+            let stop = stop.clone();
+            blocking(move || match approved {
+                Some((files, protected))
+                    if protected.still_holds(inner.files.policy(), inner.files.base()) =>
+                {
+                    write_one(&files, definition, arguments, &stop)
+                }
+                // Judged anew: whatever the path now is, the policy decides.
+                _ => write_one(&inner.files, definition, arguments, &stop),
+            })
+        };
+        // A dry run writes nothing: nothing to approve.
+        let dry_run = arguments.get("dry_run") == Some(&Value::Bool(true));
+        let target = arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .filter(|_| !dry_run)
+            .map(str::to_owned);
+        let refused = match run(None, arguments.clone()).await {
+            Err(refused) => refused,
+            done => return done,
+        };
+        let policy = self.inner.files.policy();
+        let Some(protected) = approval::write_protected(&refused, target.as_deref(), policy) else {
+            return Err(refused);
+        };
+        asking
+            .approve(refused, &protected.key(), protected.action.clone())
+            .await?;
+        let files = Arc::new(self.inner.files.unprotected(&protected.entry)?);
+        run(Some((files, protected)), arguments).await
     }
 
     /// Like [`Toolbox::call`], also returning the [`CallRecord`] to log.
@@ -398,9 +457,9 @@ impl Inner {
         match d.id {
             ToolId::ReadFile => answer(self.files.read_file(&args(d, arguments)?)),
             ToolId::ReadManyFiles => answer(self.files.read_many_files(&args(d, arguments)?, stop)),
-            ToolId::WriteFile => answer(self.files.write_file(&args(d, arguments)?, stop)),
-            ToolId::EditFile => answer(self.files.edit_file(&args(d, arguments)?)),
-            ToolId::CreateDirectory => answer(self.files.create_directory(&args(d, arguments)?)),
+            ToolId::WriteFile | ToolId::EditFile | ToolId::CreateDirectory => {
+                write_one(&self.files, d, arguments, stop)
+            }
             ToolId::MoveFile => answer(self.files.move_file(&args(d, arguments)?)),
             ToolId::ListDirectory => answer(self.files.list_directory(&args(d, arguments)?, stop)),
             ToolId::FileInfo => answer(self.files.file_info(&args(d, arguments)?)),
@@ -420,6 +479,25 @@ impl Inner {
                 message: "this tool is asynchronous and is not run on the blocking pool".to_owned(),
             }),
         }
+    }
+}
+
+/// The file tools that write one path (`path`), with `files`.
+fn write_one(
+    files: &FileTools,
+    d: &'static Definition,
+    arguments: Value,
+    stop: &Stop,
+) -> Result<ToolOutput, ToolError> {
+    match d.id {
+        ToolId::WriteFile => answer(files.write_file(&args(d, arguments)?, stop)),
+        ToolId::EditFile => answer(files.edit_file(&args(d, arguments)?)),
+        ToolId::CreateDirectory => answer(files.create_directory(&args(d, arguments)?)),
+        _ => Err(ToolError::Unsupported {
+            tool: d.name,
+            rule: "internal",
+            message: "this tool does not write one path".to_owned(),
+        }),
     }
 }
 

@@ -303,3 +303,241 @@ fn a_new_session_remembers_no_approval_of_another() {
     assert!(err.to_model_text().contains("declined"), "{err}");
     assert_eq!(person.asked().len(), 2);
 }
+
+/// A project whose policy asks about `rules`, with a git directory.
+fn asking(rules: &str) -> (Project, std::path::PathBuf) {
+    let p = project(&format!(
+        "[approvals]\nask = [{rules}]\nremember = \"session\"\n"
+    ));
+    let root = p.toolbox.base().to_path_buf();
+    std::fs::create_dir_all(root.join(".git/hooks")).expect("hooks");
+    (p, root)
+}
+
+#[test]
+fn an_unknown_option_is_asked_about_and_reaches_the_program() {
+    let (p, _) = asking("\"unknown-option\"");
+    let person = Scripted::new(vec![Answer::Approve { remember: true }, Answer::Decline]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let call = |argv: serde_json::Value| {
+        rt.block_on(toolbox.call("shell_command", json!({ "argv": argv })))
+    };
+    // The real `wc` gets the option and says it does not know it: the
+    // command ran, with its argv as approved.
+    let ran = call(json!(["wc", "--frobnicate", "names.txt"])).expect("approved");
+    let stderr = ran.structured["stderr"].as_str().unwrap_or_default();
+    assert!(stderr.contains("frobnicate"), "{}", ran.structured);
+    let asked = person.asked();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].rule, "unknown-option");
+    assert!(
+        asked[0]
+            .action
+            .summary
+            .contains("`wc --frobnicate names.txt`"),
+        "{:?}",
+        asked[0]
+    );
+    // Remembered for the session: not asked again.
+    assert!(call(json!(["wc", "--frobnicate", "names.txt"])).is_ok());
+    assert_eq!(person.asked().len(), 1);
+    // Another option is another action: asked (and declined).
+    let err = call(json!(["wc", "--other", "names.txt"])).expect_err("declined");
+    assert!(err.to_model_text().contains("declined"), "{err}");
+    assert_eq!(person.asked().len(), 2);
+    // Approved, the option still leaves the next word judged as a file.
+    let person = Scripted::new(vec![Answer::Approve { remember: false }]);
+    let toolbox = p.toolbox.new_session().with_approver(person.clone());
+    let err = rt
+        .block_on(toolbox.call(
+            "shell_command",
+            json!({"argv": ["wc", "--frobnicate", "/etc/passwd"]}),
+        ))
+        .expect_err("outside");
+    assert_eq!(err.rule(), "path", "{err}");
+}
+
+#[test]
+fn an_option_a_yes_could_not_let_through_is_not_asked() {
+    let (p, _) = asking("\"unknown-option\"");
+    let person = Scripted::new(vec![Answer::Approve { remember: false }]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    for argv in [
+        // A value attached, a cluster: never waivable.
+        json!(["wc", "--frobnicate=names.txt", "names.txt"]),
+        json!(["wc", "-lZ", "names.txt"]),
+        // Given twice: a waiver would not let it through, so a yes could
+        // not help and nothing is asked.
+        json!(["wc", "--frobnicate", "--", "--frobnicate", "names.txt"]),
+    ] {
+        let err = rt
+            .block_on(toolbox.call("shell_command", json!({ "argv": argv })))
+            .expect_err("refused");
+        assert_eq!(err.rule(), "unknown-option", "{err}");
+    }
+    assert!(person.asked().is_empty(), "{:?}", person.asked());
+}
+
+#[test]
+fn a_protected_write_is_asked_about_for_its_exact_location() {
+    let (p, root) = asking("\"write-protected\"");
+    let person = Scripted::new(vec![
+        Answer::Approve { remember: true },
+        Answer::Decline,
+        Answer::Approve { remember: false },
+    ]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let write = |path: &str, content: &str| {
+        rt.block_on(toolbox.call(
+            "write_file",
+            json!({"path": path, "content": content, "overwrite": true}),
+        ))
+    };
+    write(".git/hooks/pre-commit", "#!/bin/sh\necho approved\n").expect("approved");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/hooks/pre-commit")).expect("landed"),
+        "#!/bin/sh\necho approved\n"
+    );
+    let asked = person.asked();
+    assert_eq!(
+        (asked[0].tool, asked[0].rule),
+        ("write_file", "write-protected")
+    );
+    assert_eq!(asked[0].action.kind, "path");
+    assert_eq!(
+        asked[0].action.summary,
+        format!("write {}", root.join(".git/hooks/pre-commit").display())
+    );
+    // Remembered: the same location again is not asked (`./` spelled or not).
+    write("./.git/hooks/pre-commit", "#!/bin/sh\necho again\n").expect("remembered");
+    assert_eq!(person.asked().len(), 1);
+    // Another file under the same protected glob is another action.
+    let err = write(".git/hooks/post-checkout", "x").expect_err("declined");
+    assert_eq!(err.rule(), "write-protected");
+    assert!(err.to_model_text().contains("declined"), "{err}");
+    assert!(!root.join(".git/hooks/post-checkout").exists());
+    // edit_file asks about its path too.
+    let edited = rt.block_on(toolbox.call(
+        "edit_file",
+        json!({"path": ".git/hooks/pre-commit", "old_text": "again", "new_text": "edited"}),
+    ));
+    assert!(edited.is_ok(), "{edited:?}");
+    assert_eq!(
+        person.asked().len(),
+        2,
+        "the remembered location is not asked again"
+    );
+    // A dry run writes nothing, so it asks nothing.
+    let dry = rt.block_on(toolbox.call(
+        "edit_file",
+        json!({"path": ".git/hooks/post-checkout", "old_text": "a", "new_text": "b", "dry_run": true}),
+    ));
+    assert_eq!(dry.expect_err("refused").rule(), "write-protected");
+    assert_eq!(person.asked().len(), 2);
+    let _ = write;
+}
+
+#[test]
+fn a_protected_write_of_another_path_or_a_blocked_one_is_not_asked() {
+    let (p, root) = asking("\"write-protected\"");
+    let person = Scripted::new(vec![Answer::Approve { remember: false }; 4]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    // A symbolic link to a protected file is judged where it lands: the
+    // question names the real location, not the spelling.
+    std::os::unix::fs::symlink(".git/hooks", root.join("hooks")).expect("link");
+    let written = rt.block_on(toolbox.call(
+        "write_file",
+        json!({"path": "hooks/pre-push", "content": "x"}),
+    ));
+    let asked = person.asked();
+    assert_eq!(asked.len(), 1, "{written:?}");
+    assert_eq!(
+        asked[0].action.summary,
+        format!("write {}", root.join(".git/hooks/pre-push").display())
+    );
+    // A blocked file (a secret) is never asked about.
+    let err = rt
+        .block_on(toolbox.call("write_file", json!({"path": ".env", "content": "x"})))
+        .expect_err("blocked");
+    assert_eq!(err.rule(), "blocked", "{err}");
+    assert_eq!(person.asked().len(), 1, "{:?}", person.asked());
+}
+
+#[test]
+fn without_the_rule_listed_a_protected_write_is_refused_unasked() {
+    let (p, root) = asking("\"not-allowed-program\"");
+    let person = Scripted::new(vec![Answer::Approve { remember: false }]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let err = rt()
+        .block_on(toolbox.call(
+            "write_file",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+        ))
+        .expect_err("refused");
+    assert_eq!(err.rule(), "write-protected");
+    assert!(person.asked().is_empty());
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+}
+
+mod common;
+
+/// A project whose `http_request` may reach only `allowed.example.com`,
+/// with every name resolved to a loopback web server by a loopback DNS
+/// server.
+fn web(remember: &str) -> (Project, u16) {
+    let port = common::http_server();
+    let dns = common::dns_server();
+    let p = project(&format!(
+        "[egress]\nallowed_domains = [\"allowed.example.com\"]\nallowed_cidrs = [\"127.0.0.0/8\"]\n\
+         allowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\n\
+         [approvals]\nask = [\"name.not-allowed\"]\nremember = \"{remember}\"\n"
+    ));
+    (p, port)
+}
+
+#[test]
+fn a_request_to_a_host_not_listed_is_asked_about_by_method_and_url() {
+    let (p, port) = web("session");
+    let person = Scripted::new(vec![Answer::Approve { remember: true }, Answer::Decline]);
+    let toolbox = p.toolbox.clone().with_approver(person.clone());
+    let rt = rt();
+    let get = |url: String| rt.block_on(toolbox.call("http_request", json!({ "url": url })));
+    let url = format!("http://other.example.com:{port}/page");
+    let got = get(url.clone()).expect("approved");
+    assert_eq!(got.structured["status"], 200, "{}", got.structured);
+    let asked = person.asked();
+    assert_eq!(
+        (asked[0].tool, asked[0].rule),
+        ("http_request", "name.not-allowed")
+    );
+    assert_eq!(asked[0].action.kind, "request");
+    assert_eq!(asked[0].action.summary, format!("send GET {url}"));
+    // Remembered: the same request is not asked again.
+    assert!(get(url).is_ok());
+    assert_eq!(person.asked().len(), 1);
+    // Another URL of the same host is another action: asked, declined.
+    let err = get(format!("http://other.example.com:{port}/else")).expect_err("declined");
+    assert_eq!(err.rule(), "name.not-allowed");
+    assert!(err.to_model_text().contains("declined"), "{err}");
+    assert_eq!(person.asked().len(), 2);
+    // The listed host needs no question.
+    assert!(get(format!("http://allowed.example.com:{port}/")).is_ok());
+    assert_eq!(person.asked().len(), 2);
+}
+
+#[test]
+fn without_a_person_a_request_to_a_host_not_listed_names_approval_unavailable() {
+    let (p, port) = web("once");
+    let err = rt()
+        .block_on(p.toolbox.call(
+            "http_request",
+            json!({"url": format!("http://other.example.com:{port}/")}),
+        ))
+        .expect_err("no one to ask");
+    assert_eq!(err.rule(), "approval-unavailable");
+    assert!(err.to_model_text().contains("name.not-allowed"), "{err}");
+}

@@ -107,6 +107,21 @@ fn official_python_sdk_answers_approval_questions() {
     run_script("mcp_approvals.py");
 }
 
+/// The other askable rules through the SDK's elicitation callback:
+/// `unknown-option`, `name.not-allowed` (a DNS server and an HTTP server on
+/// loopback) and `write-protected` (file tools, and a command's write-back:
+/// approved changes land in the run's one commit, declined ones not at
+/// all), each approved, declined, once and for the session, another action
+/// asked again, no elicitation, the log.
+#[test]
+#[cfg_attr(
+    not(target_os = "linux"),
+    ignore = "the approved command is checked for `enforced: full`, which only the Linux view gives"
+)]
+fn official_python_sdk_answers_questions_of_every_askable_rule() {
+    run_script("mcp_approvals_rules.py");
+}
+
 /// Over Streamable HTTP: the tools, the Host/Origin/token gate, roots that
 /// narrow, progress, and both protocol versions.
 #[test]

@@ -72,6 +72,9 @@ pub(crate) enum Rule {
     CommitFailed,
     /// Extended attributes changed (never applied).
     Xattr,
+    /// A record in git (an index entry, a commit) deletes a path the view
+    /// masked.
+    MaskedDeletion,
 }
 
 impl Rule {
@@ -89,6 +92,7 @@ impl Rule {
             Self::StagingUnreadable => "staging-unreadable",
             Self::CommitFailed => "commit-failed",
             Self::Xattr => "xattr",
+            Self::MaskedDeletion => "masked-deletion",
         }
     }
 

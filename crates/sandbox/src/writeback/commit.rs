@@ -1,4 +1,5 @@
-//! Committing the allowed changes of one command, all or none.
+//! Committing the allowed changes of one command, all or none (the
+//! caller takes a change that fails out and commits the rest again).
 //!
 //! 1. Create the new directories (parents first).
 //! 2. Stage every new content as a temporary file (or link) beside its
@@ -17,11 +18,29 @@ use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Beneath, PathError, SetAside, Staged};
 
-/// Why a commit failed (the real tree is as it was).
-pub(crate) type Failure = String;
+/// Why a step failed.
+type Failure = String;
 
 fn failed(error: PathError) -> Failure {
     error.to_string()
+}
+
+/// Why a commit failed (the real tree is as it was), and at which change
+/// when one change's step failed: `(root, op)` indices.
+#[derive(Debug)]
+pub(crate) struct Failed {
+    /// What went wrong.
+    pub(crate) reason: String,
+    /// The change whose step failed, if one did.
+    pub(crate) at: Option<(usize, usize)>,
+}
+
+/// Tags a step's failure with the change it belongs to.
+fn at(r: usize, i: usize) -> impl FnOnce(Failure) -> Failed {
+    move |reason| Failed {
+        reason,
+        at: Some((r, i)),
+    }
 }
 
 use super::changes::Change;
@@ -79,6 +98,48 @@ impl<'a> RootOps<'a> {
     }
 }
 
+impl<'a> RootOps<'a> {
+    /// Takes the change at `i` out, with what cannot land without it: the
+    /// other halves at its path (the delete that made room, the entry that
+    /// took it), everything beneath it, and for a rename the old file's
+    /// delete (the file stays). A rename whose delete is taken out lands
+    /// as a copy. Returns what is left and what was taken.
+    pub(crate) fn take_out(self, i: usize) -> (RootOps<'a>, Vec<Op>) {
+        let RootOps { root, ops, .. } = self;
+        let Some(failed) = ops.get(i) else {
+            return (RootOps::new(root, ops), Vec::new());
+        };
+        let rel = failed.rel().to_owned();
+        let renamed_from = failed.renamed_from().map(str::to_owned);
+        let beneath = format!("{rel}/");
+        let goes = |op: &Op| {
+            op.rel() == rel
+                || op.rel().starts_with(&beneath)
+                || (matches!(op, Op::Delete { dir: false, .. })
+                    && renamed_from.as_deref() == Some(op.rel()))
+        };
+        let (taken, mut kept): (Vec<Op>, Vec<Op>) = ops.into_iter().partition(|op| goes(op));
+        let deleted: Vec<&str> = taken
+            .iter()
+            .filter(|op| matches!(op, Op::Delete { .. }))
+            .map(Op::rel)
+            .collect();
+        for op in &mut kept {
+            if let Op::Write {
+                renamed_from: from @ Some(_),
+                action,
+                ..
+            } = op
+                && deleted.contains(&from.as_deref().unwrap_or_default())
+            {
+                *from = None;
+                *action = super::changes::ChangeAction::Create;
+            }
+        }
+        (RootOps::new(root, kept), taken)
+    }
+}
+
 /// What was done so far, to undo on failure.
 #[derive(Default)]
 struct Undo {
@@ -109,7 +170,7 @@ pub(crate) fn commit(
     roots: &[RootOps<'_>],
     cwd: &Path,
     fault: Option<CommitFault>,
-) -> Result<Vec<Change>, Failure> {
+) -> Result<Vec<Change>, Failed> {
     let mut undo = Undo::default();
     let mut steps = Steps { taken: 0, fault };
     match apply(beneath, roots, &mut undo, &mut steps) {
@@ -170,16 +231,18 @@ fn apply(
     roots: &[RootOps<'_>],
     undo: &mut Undo,
     steps: &mut Steps,
-) -> Result<Vec<(PathBuf, String)>, Failure> {
+) -> Result<Vec<(PathBuf, String)>, Failed> {
     // 1. Directories.
-    for root in roots {
-        for op in &root.ops {
+    for (r, root) in roots.iter().enumerate() {
+        for (i, op) in root.ops.iter().enumerate() {
             if let Op::CreateDir { rel, .. } = op {
                 if replaced_first(root, rel) {
                     continue;
                 }
-                steps.next()?;
-                beneath.create_dir_all(root.root, rel).map_err(failed)?;
+                steps.next().map_err(at(r, i))?;
+                beneath
+                    .create_dir_all(root.root, rel)
+                    .map_err(|e| at(r, i)(failed(e)))?;
                 undo.dirs.push((root.root.to_path_buf(), rel.clone()));
             }
         }
@@ -197,15 +260,15 @@ fn apply(
     let mut removed_dirs = Vec::new();
     let mut staged = staged.into_iter();
     let mut failure = None;
-    'roots: for root in roots {
-        for op in &root.ops {
+    'roots: for (r, root) in roots.iter().enumerate() {
+        for (i, op) in root.ops.iter().enumerate() {
             let file = if matches!(op, Op::Write { .. } | Op::Symlink { .. }) {
                 staged.next().flatten()
             } else {
                 None
             };
             if let Err(error) = place(beneath, root, op, file, undo, steps, &mut removed_dirs) {
-                failure = Some(error);
+                failure = Some(at(r, i)(error));
                 break 'roots;
             }
         }
@@ -247,58 +310,71 @@ fn stage_all(
     roots: &[RootOps<'_>],
     steps: &mut Steps,
     staged: &mut Vec<Option<Staged>>,
-) -> Result<(), Failure> {
-    for root in roots {
+) -> Result<(), Failed> {
+    for (r, root) in roots.iter().enumerate() {
         // Where each new file of this root is in `staged`, for the hard
         // links to it.
         let mut staged_at: BTreeMap<&str, usize> = BTreeMap::new();
-        for op in &root.ops {
-            match op {
-                Op::Write {
-                    rel,
-                    staged: from,
-                    mode,
-                    link_of,
-                    ..
-                } => {
-                    if staged_late(root, rel) {
-                        staged.push(None);
-                        continue;
-                    }
-                    steps.next()?;
-                    let first = link_of
-                        .as_deref()
-                        .and_then(|first| staged_at.get(first))
-                        .and_then(|&at| staged.get(at))
-                        .and_then(Option::as_ref);
-                    // A hard link among the command's new files lands as
-                    // one; where the two cannot share a file (another file
-                    // system beneath the root), as a copy.
-                    let file =
-                        match first.map(|first| beneath.stage_hard_link(root.root, rel, first)) {
-                            Some(Ok(file)) => file,
-                            _ => beneath
-                                .stage_file(root.root, rel, from, *mode)
-                                .map_err(failed)?,
-                        };
-                    staged_at.insert(rel, staged.len());
-                    staged.push(Some(file));
-                }
-                Op::Symlink { rel, target, .. } => {
-                    if staged_late(root, rel) {
-                        staged.push(None);
-                        continue;
-                    }
-                    steps.next()?;
-                    staged.push(Some(
-                        beneath
-                            .stage_symlink(root.root, rel, target)
-                            .map_err(failed)?,
-                    ));
-                }
-                Op::CreateDir { .. } | Op::Delete { .. } => {}
-            }
+        for (i, op) in root.ops.iter().enumerate() {
+            stage_one(beneath, root, op, steps, staged, &mut staged_at).map_err(at(r, i))?;
         }
+    }
+    Ok(())
+}
+
+/// Stages one change's new content (none for directories and deletes,
+/// and none yet for one staged late).
+fn stage_one<'r>(
+    beneath: &Beneath,
+    root: &'r RootOps<'_>,
+    op: &'r Op,
+    steps: &mut Steps,
+    staged: &mut Vec<Option<Staged>>,
+    staged_at: &mut BTreeMap<&'r str, usize>,
+) -> Result<(), Failure> {
+    match op {
+        Op::Write {
+            rel,
+            staged: from,
+            mode,
+            link_of,
+            ..
+        } => {
+            if staged_late(root, rel) {
+                staged.push(None);
+                return Ok(());
+            }
+            steps.next()?;
+            let first = link_of
+                .as_deref()
+                .and_then(|first| staged_at.get(first))
+                .and_then(|&at| staged.get(at))
+                .and_then(Option::as_ref);
+            // A hard link among the command's new files lands as
+            // one; where the two cannot share a file (another file
+            // system beneath the root), as a copy.
+            let file = match first.map(|first| beneath.stage_hard_link(root.root, rel, first)) {
+                Some(Ok(file)) => file,
+                _ => beneath
+                    .stage_file(root.root, rel, from, *mode)
+                    .map_err(failed)?,
+            };
+            staged_at.insert(rel, staged.len());
+            staged.push(Some(file));
+        }
+        Op::Symlink { rel, target, .. } => {
+            if staged_late(root, rel) {
+                staged.push(None);
+                return Ok(());
+            }
+            steps.next()?;
+            staged.push(Some(
+                beneath
+                    .stage_symlink(root.root, rel, target)
+                    .map_err(failed)?,
+            ));
+        }
+        Op::CreateDir { .. } | Op::Delete { .. } => {}
     }
     Ok(())
 }

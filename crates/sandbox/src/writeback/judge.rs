@@ -7,9 +7,21 @@ use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
 
+use super::aliases::Aliases;
 use super::changes::{ChangeAction, RefusedChange, Rule};
 use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
+
+/// How changes are judged: the real tree's links at guarded names, and
+/// whether write-protected entries are let through (to find what a
+/// decider may be asked about; nothing else is relaxed).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judging<'a> {
+    /// The real tree's links at guarded names.
+    pub(crate) aliases: &'a Aliases,
+    /// Write-protected entries do not refuse.
+    pub(crate) protected_allowed: bool,
+}
 
 /// One allowed change, as the commit performs it. `rel` is relative to
 /// the root and valid UTF-8 (others are refused as not portable).
@@ -122,7 +134,12 @@ fn refusal(error: &PathError) -> Refusal {
 }
 
 /// Judge every entry of one root's staging layer.
-pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judged {
+pub(crate) fn judge(
+    policy: &PathPolicy,
+    root: &Path,
+    entries: &[Entry],
+    how: &Judging<'_>,
+) -> Judged {
     let mut judged = Judged::default();
     let copied_up_links = links_to_existing_files(entries);
     // The first allowed new file of each inode the command hard-linked
@@ -196,11 +213,11 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
             ),
             Upper::Deleted => match entry.lower {
                 Lower::Absent => {}
-                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel) {
+                Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel, how) {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
-                _ => match judge_write(policy, root, &entry.rel)
+                _ => match judge_write(policy, root, &entry.rel, how)
                     .and_then(|()| judge_not_git_code(&entry.rel, false))
                 {
                     Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
@@ -221,7 +238,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     }
                 }
                 lower => {
-                    let judged_dir = judge_write(policy, root, &entry.rel)
+                    let judged_dir = judge_write(policy, root, &entry.rel, how)
                         .and_then(|()| judge_new_name(&entry.rel));
                     match judged_dir {
                         Ok(()) => {
@@ -244,7 +261,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                 }
             },
             Upper::Symlink(target) => {
-                let verdict = judge_write(policy, root, &entry.rel)
+                let verdict = judge_write(policy, root, &entry.rel, how)
                     .and_then(|()| judge_not_git_code(&entry.rel, true))
                     .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| {
@@ -295,7 +312,7 @@ pub(crate) fn judge(policy: &PathPolicy, root: &Path, entries: &[Entry]) -> Judg
                     );
                     continue;
                 }
-                let verdict = judge_file_write(policy, root, entry)
+                let verdict = judge_file_write(policy, root, entry, how)
                     .and_then(|()| judge_name_if_new(created, &entry.rel))
                     .and_then(|()| judge_git_file(&entry.rel));
                 if let Err(why) = verdict {
@@ -565,16 +582,43 @@ fn links_to_existing_files(entries: &[Entry]) -> Vec<PathBuf> {
 }
 
 /// The path policy for a write at `root/rel`, also as spelled in lower
-/// case (a name blocked or protected in one case is in every case).
-fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refusal> {
-    policy
-        .judge_location(&root.join(rel), Access::Write)
-        .map_err(|e| refusal(&e))?;
+/// case (a name blocked or protected in one case is in every case), and
+/// at every other location it is reachable by through a link the real
+/// tree holds at a guarded name (`.cargo -> cfg` makes `cfg/config.toml`
+/// cargo's config).
+fn judge_write(
+    policy: &PathPolicy,
+    root: &Path,
+    rel: &Path,
+    how: &Judging<'_>,
+) -> Result<(), Refusal> {
+    let location = root.join(rel);
+    let refuses = |error: &PathError| !(how.protected_allowed && error.rule() == "write-protected");
+    match policy.judge_location(&location, Access::Write) {
+        Err(error) if refuses(&error) => return Err(refusal(&error)),
+        _ => {}
+    }
+    for (alias, link) in how.aliases.of(&location) {
+        if let Err(error) = policy.judge_location(&alias, Access::Write)
+            && matches!(error.rule(), "blocked" | "write-protected")
+            && refuses(&error)
+        {
+            return Err((
+                error.rule().to_owned(),
+                format!(
+                    "{error} (the link {} makes {} that entry)",
+                    link.display(),
+                    location.display()
+                ),
+            ));
+        }
+    }
     if let Some(text) = rel.to_str() {
         let folded = text.to_lowercase();
         if folded != text
             && let Err(error) = policy.judge_location(&root.join(&folded), Access::Write)
             && matches!(error.rule(), "blocked" | "write-protected")
+            && refuses(&error)
         {
             return Err((
                 error.rule().to_owned(),
@@ -588,10 +632,15 @@ fn judge_write(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refus
 /// A file written at `entry.rel`: the path policy; inside a git directory,
 /// only git's data, and a config whose every new key runs nothing (a
 /// config is judged by its content instead of being write-protected).
-fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(), Refusal> {
+fn judge_file_write(
+    policy: &PathPolicy,
+    root: &Path,
+    entry: &Entry,
+    how: &Judging<'_>,
+) -> Result<(), Refusal> {
     match git_place(&entry.rel, false) {
         GitPlace::Config => {
-            match judge_write(policy, root, &entry.rel) {
+            match judge_write(policy, root, &entry.rel, how) {
                 Err((rule, _)) if rule == "write-protected" => {}
                 other => other?,
             }
@@ -604,7 +653,7 @@ fn judge_file_write(policy: &PathPolicy, root: &Path, entry: &Entry) -> Result<(
             })
         }
         _ => {
-            judge_write(policy, root, &entry.rel)?;
+            judge_write(policy, root, &entry.rel, how)?;
             judge_not_git_code(&entry.rel, false)
         }
     }
@@ -710,17 +759,22 @@ fn in_runtime(policy: &PathPolicy, target: &Path) -> bool {
 
 /// Removing a directory of the real tree: it and everything beneath it
 /// must be writable.
-fn judge_tree_removal(policy: &PathPolicy, root: &Path, rel: &Path) -> Result<(), Refusal> {
-    judge_write(policy, root, rel)?;
+fn judge_tree_removal(
+    policy: &PathPolicy,
+    root: &Path,
+    rel: &Path,
+    how: &Judging<'_>,
+) -> Result<(), Refusal> {
+    judge_write(policy, root, rel, how)?;
     let Ok(read) = std::fs::read_dir(root.join(rel)) else {
         return Ok(());
     };
     for entry in read.flatten() {
         let child = rel.join(entry.file_name());
         if matches!(lower_at(&root.join(&child)), Lower::Dir { .. }) {
-            judge_tree_removal(policy, root, &child)?;
+            judge_tree_removal(policy, root, &child, how)?;
         } else {
-            judge_write(policy, root, &child)?;
+            judge_write(policy, root, &child, how)?;
         }
     }
     Ok(())

@@ -1,7 +1,9 @@
 //! Judged write-back: what a command changed in a writable root, read from
 //! the staging (upper) layer of the root's overlay once it has ended, judged
 //! entry by entry as a write through the path policy, and committed to the
-//! real tree all together or not at all.
+//! real tree together: a change whose step of the commit fails is taken
+//! out (with what cannot land without it) and refused alone, the commit
+//! undone and made again without it, so the rest lands.
 //!
 //! - `scan` reads the staging layer: created, modified and deleted
 //!   entries (whiteouts and opaque directories), mode changes, symbolic and
@@ -22,6 +24,15 @@
 //!   for writing or touched is no change (compared in chunks). A link
 //!   whose name is a directory on the way to a protected entry (`.cargo`,
 //!   `.github`) is refused; so is any `.git` file (a `gitdir:` pointer).
+//! - `history`: an index or ref the command changed lands only when no
+//!   index entry or commit it added (read with `gix`) adds or changes a
+//!   protected path, or deletes one the view masked (`masked-deletion`).
+//! - `decider`: a [`WriteBackDecider`] the sandbox holds is asked, once
+//!   per run, about the changes refused only because they write a
+//!   write-protected entry; the approved ones land in the same commit.
+//! - `aliases`: each change is judged at every other name it is reachable
+//!   by through a link the real tree already holds at a guarded name
+//!   (`.cargo -> cfg` makes `cfg/config.toml` cargo's config).
 //! - `gitdir`: inside a git directory (`.git`, its `modules/*` and
 //!   `worktrees/*`) only git's data lands; `config` is judged by its keys
 //!   (`git-config-key` names the first that could run a program).
@@ -38,21 +49,30 @@
 //! of the commit, so two runs' write-backs into one root take turns, and
 //! the later one sees the earlier one's commit as a conflict.
 
+mod aliases;
 mod changes;
 mod commit;
+mod decider;
 mod gitdir;
+mod history;
 mod judge;
 mod scan;
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use agentcaps_paths::PathPolicy;
 
+use aliases::Aliases;
 use changes::Rule;
 pub use changes::{Change, ChangeAction, Changes, RefusedChange};
 pub(crate) use commit::CommitFault;
 use commit::{RootOps, commit};
-use judge::{judge, refused_change, shown};
+pub(crate) use decider::Decider;
+pub use decider::WriteBackDecider;
+use judge::{Judged, Judging, Op, judge, refused_change, shown};
 use scan::scan;
 
 /// Judges the changes each staging layer holds over its root (`(root,
@@ -62,7 +82,7 @@ use scan::scan;
 #[doc(hidden)]
 #[must_use]
 pub fn write_back_layers(paths: &PathPolicy, layers: &[(&Path, &Path)], cwd: &Path) -> Changes {
-    write_back(paths, layers, cwd, None)
+    write_back(paths, layers, cwd, None, None)
 }
 
 /// The built-in write-protected entry of git's config.
@@ -89,19 +109,40 @@ fn lock_roots(layers: &[(&Path, &Path)]) -> Vec<std::fs::File> {
         .collect()
 }
 
-/// [`write_back_layers`] with a test fault.
+/// One root's verdicts: as judged, and (when a decider may be asked) as
+/// judged with write-protected entries let through.
+struct Verdicts<'a> {
+    root: &'a Path,
+    judged: Judged,
+    lenient: Option<Judged>,
+}
+
+/// What identifies an op across the two judgings: its path and kind.
+fn op_key(op: &Op) -> (String, u8) {
+    let kind = match op {
+        Op::CreateDir { .. } => 0,
+        Op::Write { .. } => 1,
+        Op::Symlink { .. } => 2,
+        Op::Delete { .. } => 3,
+    };
+    (op.rel().to_owned(), kind)
+}
+
+/// [`write_back_layers`] with a test fault and a decider.
 pub(crate) fn write_back(
     paths: &PathPolicy,
     layers: &[(&Path, &Path)],
     cwd: &Path,
     fault: Option<CommitFault>,
+    decider: Option<&Decider>,
 ) -> Changes {
     let mut changes = Changes::default();
-    let mut roots = Vec::new();
     // Held until the commit is over: another run's write-back into the
     // same root waits, then sees this one's commit as a change of the real
     // tree since its view was built (a conflict), never loses it.
     let _locks = lock_roots(layers);
+    let mut aliases = None;
+    let mut verdicts = Vec::new();
     for &(root, upper) in layers {
         let entries = match scan(root, upper) {
             Ok(entries) => entries,
@@ -118,58 +159,264 @@ pub(crate) fn write_back(
                 continue;
             }
         };
-        let judged = judge(paths, root, &entries);
-        for refused in judged.refused {
-            changes.refused.push(refused_change(root, cwd, refused));
+        if entries.is_empty() {
+            continue;
         }
-        if !judged.ops.is_empty() {
-            roots.push(RootOps::new(root, judged.ops));
-        }
+        // The real tree's links at guarded names, found once for all the
+        // roots (only when something changed).
+        let aliases = aliases.get_or_insert_with(|| {
+            let roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
+            Aliases::of_roots(paths, &roots)
+        });
+        let judge_as = |protected_allowed: bool| {
+            let how = Judging {
+                aliases,
+                protected_allowed,
+            };
+            let mut judged = judge(paths, root, &entries, &how);
+            history::judge_records(paths, root, upper, &mut judged, protected_allowed);
+            judged
+        };
+        let judged = judge_as(false);
+        let askable = decider.is_some() && judged.refused.iter().any(|r| r.rule == WRITE_PROTECTED);
+        let lenient = askable.then(|| judge_as(true));
+        verdicts.push(Verdicts {
+            root,
+            judged,
+            lenient,
+        });
     }
+    let (roots, lifted) = decide(paths, verdicts, decider, cwd, &mut changes);
     if roots.is_empty() {
         return changes;
     }
     // A git config the judge read key by key lands although the policy
-    // protects `.git/config` from writes: the commit writes it through a
-    // policy without that one entry (everything else as judged).
+    // protects `.git/config` from writes, and so does what a decider
+    // approved: the commit writes them through a policy without those
+    // entries (everything else as judged).
     let writes_git_config = roots.iter().any(|root| {
         root.ops.iter().any(|op| {
-            matches!(op, judge::Op::Write { .. })
+            matches!(op, Op::Write { .. })
                 && gitdir::git_place(Path::new(op.rel()), false) == gitdir::GitPlace::Config
         })
     });
-    let committed = if writes_git_config {
-        paths.without_write_protected(GIT_CONFIG)
-    } else {
-        Ok(paths.clone())
+    let mut lift: Vec<&str> = lifted.iter().map(String::as_str).collect();
+    if writes_git_config {
+        lift.push(GIT_CONFIG);
     }
-    .and_then(|policy| policy.open_beneath())
-    .map(|mut beneath| {
-        // One descriptor per directory, not per staged file: a command
-        // that writes tens of thousands of files commits under the usual
-        // limit of 1024 open files.
-        beneath.share_dir_handles(true);
-        beneath
-    })
-    .map_err(|e| e.to_string())
-    .and_then(|beneath| commit(&beneath, &roots, cwd, fault));
-    match committed {
-        Ok(applied) => changes.applied = applied,
-        Err(reason) => {
-            for root in &roots {
-                for op in &root.ops {
-                    changes.refused.push(RefusedChange {
-                        path: shown(&root.root.join(op.rel()), cwd),
-                        action: op.action(),
-                        from: op
-                            .renamed_from()
-                            .map(|from| shown(&root.root.join(from), cwd)),
-                        rule: Rule::CommitFailed.id(),
-                        reason: format!("none of the command's changes landed: {reason}"),
-                    });
-                }
-            }
+    let beneath = lift
+        .iter()
+        .try_fold(paths.clone(), |policy, entry| {
+            policy.without_write_protected(entry)
+        })
+        .and_then(|policy| policy.open_beneath())
+        .map(|mut beneath| {
+            // One descriptor per directory, not per staged file: a command
+            // that writes tens of thousands of files commits under the usual
+            // limit of 1024 open files.
+            beneath.share_dir_handles(true);
+            beneath
+        });
+    let mut roots = roots;
+    match beneath {
+        Ok(beneath) => commit_each_alone(&beneath, roots, cwd, fault, &mut changes),
+        Err(error) => {
+            let reason = format!("none of the command's changes landed: {error}");
+            refuse_all(&mut roots, &reason, cwd, &mut changes);
         }
     }
     changes
+}
+
+/// How many changes may fail one by one before the commit gives up (and
+/// nothing lands): more is a failure of the whole, not of changes.
+const MAX_FAILED_ALONE: usize = 16;
+
+/// Commits the roots' changes; a change whose step fails is taken out
+/// (with what cannot land without it), refused, and the rest committed
+/// again from the real tree as it was.
+fn commit_each_alone(
+    beneath: &agentcaps_paths::Beneath,
+    mut roots: Vec<RootOps<'_>>,
+    cwd: &Path,
+    mut fault: Option<CommitFault>,
+    changes: &mut Changes,
+) {
+    let mut failed_alone = 0;
+    while !roots.is_empty() {
+        let failure = match commit(beneath, &roots, cwd, fault.take()) {
+            Ok(applied) => {
+                changes.applied = applied;
+                return;
+            }
+            Err(failure) => failure,
+        };
+        let at = failure
+            .at
+            .filter(|&(r, _)| r < roots.len() && failed_alone < MAX_FAILED_ALONE);
+        let Some((r, i)) = at else {
+            let reason = format!("none of the command's changes landed: {}", failure.reason);
+            refuse_all(&mut roots, &reason, cwd, changes);
+            return;
+        };
+        failed_alone += 1;
+        let root = roots.remove(r);
+        let base = root.root;
+        let (left, taken) = root.take_out(i);
+        for op in taken {
+            changes.refused.push(commit_failed(
+                base,
+                &op,
+                &format!(
+                    "it could not be applied ({}); it was left out and the command's other changes committed",
+                    failure.reason
+                ),
+                cwd,
+            ));
+        }
+        if !left.ops.is_empty() {
+            roots.insert(r, left);
+        }
+    }
+}
+
+/// Refuses every change left in `roots` with `reason`.
+fn refuse_all(roots: &mut Vec<RootOps<'_>>, reason: &str, cwd: &Path, changes: &mut Changes) {
+    for root in roots.drain(..) {
+        for op in &root.ops {
+            changes
+                .refused
+                .push(commit_failed(root.root, op, reason, cwd));
+        }
+    }
+}
+
+/// The refusal of a change the commit could not apply.
+fn commit_failed(root: &Path, op: &Op, reason: &str, cwd: &Path) -> RefusedChange {
+    RefusedChange {
+        path: shown(&root.join(op.rel()), cwd),
+        action: op.action(),
+        from: op.renamed_from().map(|from| shown(&root.join(from), cwd)),
+        rule: Rule::CommitFailed.id(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// The rule a decider is asked about.
+const WRITE_PROTECTED: &str = "write-protected";
+
+/// Asks the decider (if any) about each root's askable refusals — those
+/// whose change the lenient judging allows — and returns each root's ops
+/// to commit (the allowed ones and the approved ones, in the lenient
+/// order: parents first) with the write-protected entries the approved
+/// ones need lifted; the refusals that stand go to `changes`.
+fn decide<'a>(
+    paths: &PathPolicy,
+    verdicts: Vec<Verdicts<'a>>,
+    decider: Option<&Decider>,
+    cwd: &Path,
+    changes: &mut Changes,
+) -> (Vec<RootOps<'a>>, BTreeSet<String>) {
+    // (root, refusal) pairs that may be asked about.
+    let mut asked_at = Vec::new();
+    let mut asked = Vec::new();
+    for (r, verdict) in verdicts.iter().enumerate() {
+        let Some(lenient) = &verdict.lenient else {
+            continue;
+        };
+        let strict: BTreeSet<(String, u8)> = verdict.judged.ops.iter().map(op_key).collect();
+        for (i, refused) in verdict.judged.refused.iter().enumerate() {
+            let lands_if_approved = refused.rule == WRITE_PROTECTED
+                && lenient.ops.iter().any(|op| {
+                    Path::new(op.rel()).starts_with(&refused.rel) && !strict.contains(&op_key(op))
+                });
+            if lands_if_approved {
+                asked_at.push((r, i));
+                asked.push(refused_change(
+                    verdict.root,
+                    cwd,
+                    judge::Refused {
+                        rel: refused.rel.clone(),
+                        action: refused.action,
+                        rule: refused.rule.clone(),
+                        reason: refused.reason.clone(),
+                        from: refused.from.clone(),
+                    },
+                ));
+            }
+        }
+    }
+    let answers = match decider {
+        Some(decider) if !asked.is_empty() => decider.answers(&asked),
+        _ => Vec::new(),
+    };
+    let approved: BTreeSet<(usize, usize)> = asked_at
+        .into_iter()
+        .zip(answers)
+        .filter_map(|(at, yes)| yes.then_some(at))
+        .collect();
+    let mut roots = Vec::new();
+    let mut lifted = BTreeSet::new();
+    for (r, verdict) in verdicts.into_iter().enumerate() {
+        let Verdicts {
+            root,
+            judged,
+            lenient,
+        } = verdict;
+        let approved_rels: Vec<PathBuf> = judged
+            .refused
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| approved.contains(&(r, *i)))
+            .map(|(_, refused)| refused.rel.clone())
+            .collect();
+        let ops = match lenient {
+            Some(lenient) if !approved_rels.is_empty() => {
+                let strict: BTreeSet<(String, u8)> = judged.ops.iter().map(op_key).collect();
+                let approves =
+                    |rel: &str| approved_rels.iter().any(|a| Path::new(rel).starts_with(a));
+                // What the lenient judging still refused beneath an
+                // approved change is listed as refused.
+                for refused in lenient.refused {
+                    if approves(&refused.rel.to_string_lossy())
+                        && !judged.refused.iter().any(|r| r.rel == refused.rel)
+                    {
+                        changes.refused.push(refused_change(root, cwd, refused));
+                    }
+                }
+                lenient
+                    .ops
+                    .into_iter()
+                    .filter(|op| {
+                        let ours = strict.contains(&op_key(op));
+                        if !ours && approves(op.rel()) {
+                            if let Some(entry) = protected_entry(paths, &root.join(op.rel())) {
+                                lifted.insert(entry);
+                            }
+                            return true;
+                        }
+                        ours
+                    })
+                    .collect()
+            }
+            _ => judged.ops,
+        };
+        for (i, refused) in judged.refused.into_iter().enumerate() {
+            if !approved.contains(&(r, i)) {
+                changes.refused.push(refused_change(root, cwd, refused));
+            }
+        }
+        if !ops.is_empty() {
+            roots.push(RootOps::new(root, ops));
+        }
+    }
+    (roots, lifted)
+}
+
+/// The write-protected entry that refuses a write at `location`, if any.
+fn protected_entry(paths: &PathPolicy, location: &Path) -> Option<String> {
+    match paths.judge_location(location, agentcaps_paths::Access::Write) {
+        Err(agentcaps_paths::PathError::WriteProtected { entry, .. }) => Some(entry),
+        _ => None,
+    }
 }

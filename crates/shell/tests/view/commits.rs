@@ -306,3 +306,61 @@ fn an_extended_attribute_only_change_is_listed_never_dropped_silently() {
     );
     assert_eq!(project.read("README.md").as_deref(), Some("hello\n"));
 }
+
+#[test]
+fn a_write_under_an_ordinary_name_that_a_host_link_makes_a_protected_one_is_refused() {
+    let project = Project::new();
+    // The real tree already holds the links: `.cargo -> cfg` (to a
+    // directory that exists), `.github -> gh` (dangling: the command makes
+    // the directory), and a protected file as a link to an ordinary one.
+    project.write("cfg/keep.txt", "kept\n");
+    std::os::unix::fs::symlink("cfg", project.root.join(".cargo")).expect(".cargo -> cfg");
+    std::os::unix::fs::symlink("gh", project.root.join(".github")).expect(".github -> gh");
+    project.write("tools/.keep", "");
+    std::os::unix::fs::symlink(
+        "../hooks.toml",
+        project.root.join("tools/rust-toolchain.toml"),
+    )
+    .expect("rust-toolchain.toml -> ../hooks.toml");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(
+        &policy,
+        "printf '[build]\\nrustc-wrapper = \"/tmp/evil\"\\n' > cfg/config.toml; \
+         mkdir -p gh/workflows; echo 'on: push' > gh/workflows/ci.yml; \
+         echo '[toolchain]' > hooks.toml; echo ordinary > cfg/notes.txt",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    // (The new `gh/workflows` is `.github/workflows`: refused whole.)
+    for (refused, path, protected) in [
+        ("cfg/config.toml", "cfg/config.toml", ".cargo/config.toml"),
+        (
+            "gh/workflows",
+            "gh/workflows/ci.yml",
+            ".github/workflows/ci.yml",
+        ),
+        ("hooks.toml", "hooks.toml", "tools/rust-toolchain.toml"),
+    ] {
+        assert_eq!(
+            refused_rule(&result, refused).as_deref(),
+            Some("write-protected"),
+            "{path} is {protected}: {changes:#?}"
+        );
+        assert!(
+            !project.root.join(path).exists(),
+            "{path} landed, so {protected} did: {changes:#?}"
+        );
+    }
+    let reason = &changes
+        .refused
+        .iter()
+        .find(|c| c.path == "cfg/config.toml")
+        .expect("refused")
+        .reason;
+    assert!(
+        reason.contains(".cargo"),
+        "the refusal names the link: {reason}"
+    );
+    // What no guarded name reaches lands as usual.
+    assert_eq!(project.read("cfg/notes.txt").as_deref(), Some("ordinary\n"));
+    assert!(applied(&result, "cfg/notes.txt"), "{changes:#?}");
+}

@@ -40,19 +40,25 @@ fn repository() -> Project {
     for args in [
         &["init", "-q", "-b", "main", "."][..],
         &["add", "README.md", "src"],
-        &[
-            "-c",
-            "user.email=t@example.invalid",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-qm",
-            "first",
-        ],
     ] {
         assert!(host_git(&project.root, args).0, "git {args:?}");
     }
+    commit_on_host(&project, "first");
     project
+}
+
+/// Commits what is staged on the host.
+fn commit_on_host(project: &Project, message: &str) {
+    let args = [
+        "-c",
+        "user.email=t@example.invalid",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-qm",
+        message,
+    ];
+    assert!(host_git(&project.root, &args).0, "git {args:?}");
 }
 
 #[test]
@@ -193,4 +199,120 @@ fn an_ordinary_commit_lands_and_the_host_sees_it() {
         status.lines().all(|line| line.starts_with("??")),
         "the work tree is what was committed: {status}"
     );
+}
+
+/// The host's `HEAD` commit.
+fn head(project: &Project) -> String {
+    let (ok, head) = host_git(&project.root, &["rev-parse", "HEAD"]);
+    assert!(ok, "rev-parse HEAD");
+    head
+}
+
+/// The refusal at `path`: its rule and reason.
+fn refusal(result: &agentcaps_shell::RunResult, path: &str) -> (String, String) {
+    let changes = result.changes.as_ref().expect("changes");
+    changes
+        .refused
+        .iter()
+        .find(|c| c.path == path)
+        .map(|c| (c.rule.clone(), c.reason.clone()))
+        .unwrap_or_else(|| panic!("{path} was not refused: {changes:#?}"))
+}
+
+/// Runs `script` in `project`'s repository and asserts that the index and
+/// the branch it changed were refused by `rule`, naming `path`, with the
+/// host's `HEAD` where it was. Returns the run and the refusal of the ref.
+fn refused_record(
+    project: &Project,
+    script: &str,
+    rule: &str,
+    path: &str,
+) -> (agentcaps_shell::RunResult, String, String) {
+    let before = head(project);
+    let result = project.sh(&development(project), script);
+    assert!(result.stdout.contains("recorded"), "{result:#?}");
+    let (ref_rule, ref_reason) = refusal(&result, ".git/refs/heads/main");
+    let (index_rule, index_reason) = refusal(&result, ".git/index");
+    for (got, reason) in [(&ref_rule, &ref_reason), (&index_rule, &index_reason)] {
+        assert_eq!(got, rule, "{reason}");
+        assert!(
+            reason.contains(&format!("`{path}`")),
+            "names {path}: {reason}"
+        );
+    }
+    assert!(
+        ref_reason.starts_with("commit "),
+        "names the commit: {ref_reason}"
+    );
+    assert_eq!(head(project), before, "the branch did not move");
+    (result, ref_reason, index_reason)
+}
+
+#[test]
+fn a_workflow_recorded_through_git_plumbing_never_reaches_the_branch() {
+    let project = repository();
+    // No file of the work tree is written: the workflow exists only as
+    // an object, an index entry and a commit.
+    let (_, reason, index_reason) = refused_record(
+        &project,
+        "blob=$(echo 'on: push' | git hash-object -w --stdin) && \
+         git update-index --add --cacheinfo 100644,$blob,.github/workflows/x.yml && \
+         tree=$(git write-tree) && \
+         commit=$(git -c user.email=a@b -c user.name=a commit-tree $tree -p HEAD -m ci) && \
+         git update-ref refs/heads/main $commit && git log --format=%s -1 && echo recorded",
+        "write-protected",
+        ".github/workflows/x.yml",
+    );
+    let commit = reason
+        .strip_prefix("commit ")
+        .and_then(|rest| rest.get(..12))
+        .expect("the commit's id");
+    insta::assert_snapshot!(
+        "git_records_refused",
+        format!("{}\n{index_reason}", reason.replace(commit, "<commit>"))
+    );
+    let (_, files) = host_git(&project.root, &["ls-files"]);
+    assert!(
+        !files.contains(".github"),
+        "the index holds no workflow: {files}"
+    );
+    assert!(host_git(&project.root, &["status", "--short"]).0);
+}
+
+#[test]
+fn a_hook_added_through_the_index_and_committed_is_refused() {
+    let project = repository();
+    refused_record(
+        &project,
+        "blob=$(printf '#!/bin/sh\\ntouch pwned\\n' | git hash-object -w --stdin) && \
+         git update-index --add --cacheinfo 100755,$blob,.husky/pre-commit && \
+         git -c user.email=a@b -c user.name=a commit -qm hook && echo recorded",
+        "write-protected",
+        ".husky/pre-commit",
+    );
+    assert_eq!(host_git(&project.root, &["log", "--format=%s"]).1, "first");
+}
+
+#[test]
+fn a_commit_deleting_a_masked_tracked_file_is_refused() {
+    let project = repository();
+    // A tracked `.env`: masked in the view, so git there sees it deleted.
+    assert!(host_git(&project.root, &["add", ".env"]).0);
+    commit_on_host(&project, "env");
+    let (result, _, _) = refused_record(
+        &project,
+        "git status --short; echo 'fn two() {}' >> src/main.rs && \
+         git -c user.email=a@b -c user.name=a commit -qam second && echo recorded",
+        "masked-deletion",
+        ".env",
+    );
+    assert!(
+        result.stdout.contains(" D .env"),
+        "git in the view sees the masked file deleted: {result:#?}"
+    );
+    let (_, files) = host_git(&project.root, &["ls-files"]);
+    assert!(files.lines().any(|f| f == ".env"), "{files}");
+    assert_eq!(project.read(".env").as_deref(), Some("SECRET=hunter2\n"));
+    // The source edit itself lands in the work tree.
+    assert!(applied(&result, "src/main.rs"), "{:#?}", result.changes);
 }

@@ -9,9 +9,26 @@
 //! action is then judged again with that refusal waived, so every other
 //! check still holds, and an approved command still runs in its private
 //! view, its writes judged when it ends.
+//!
+//! What is asked about, and what a "yes" lets through:
+//! - `not-allowed-program`, `unknown-option` (`shell_command`): the argv
+//!   and working directory; the command is judged again with that one
+//!   refusal waived.
+//! - `name.not-allowed` (`http_request`): the method and URL; that request
+//!   is sent with that one host allowed and no redirect followed.
+//! - `write-protected` (`write_file`, `edit_file`, `create_directory`): the
+//!   real location and the access; that call runs with the matched
+//!   protected glob left out, after the path is judged again.
+//! - `write-protected` (`shell_command`'s write-back): the run's changes
+//!   refused only for writing a write-protected entry; they stay staged
+//!   until the answer, then land with the rest in one commit, or not at all.
 
+mod asking;
+mod files;
+mod http;
 mod memory;
 mod shell;
+mod writeback;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,15 +37,19 @@ use std::time::Duration;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub(crate) use asking::Asking;
+pub(crate) use files::{Protected, RULE as WRITE_PROTECTED, asked_about as write_protected};
+pub(crate) use http::request_asking;
 pub(crate) use memory::Memory;
+pub(crate) use shell::validate_asking;
 pub use shell::validate_command;
-pub(crate) use shell::{Asking, validate_asking};
+pub(crate) use writeback::run_asking;
 
 /// The exact action a refusal stopped, as a person is shown it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Action {
-    /// What kind of action: `command`.
+    /// What kind of action: `command`, `request`, `path` or `write-back`.
     pub kind: &'static str,
     /// The action in words, such as `sort notes.txt` in `/work/project`.
     pub summary: String,
@@ -51,6 +72,76 @@ impl Action {
                 "run `{}` in {}",
                 agentcaps::shell::quote(argv),
                 cwd.display()
+            ),
+            digest: digest(&canonical.to_string()),
+        }
+    }
+}
+
+impl Action {
+    /// An HTTP request: its method and URL (as the client sends it). The
+    /// policy binds credentials to hosts, so the URL's host fixes which one
+    /// (if any) goes with it.
+    pub(crate) fn request(method: &str, url: &str) -> Self {
+        let canonical = serde_json::json!({
+            "kind": "request",
+            "method": method,
+            "url": url,
+        });
+        Self {
+            kind: "request",
+            summary: format!("send {method} {url}"),
+            digest: digest(&canonical.to_string()),
+        }
+    }
+
+    /// A file-system access: the real location and the access (`write`).
+    pub(crate) fn path(access: &'static str, location: &std::path::Path) -> Self {
+        let canonical = serde_json::json!({
+            "kind": "path",
+            "access": access,
+            "location": location.to_string_lossy(),
+        });
+        Self {
+            kind: "path",
+            summary: format!("{access} {}", location.display()),
+            digest: digest(&canonical.to_string()),
+        }
+    }
+}
+
+impl Action {
+    /// The refused write-back changes of one run of the command `command`:
+    /// each path, what the command did there, and where a rename came from.
+    pub(crate) fn write_back(
+        command: &Action,
+        changes: &[agentcaps::shell::RefusedChange],
+    ) -> Self {
+        let each: Vec<serde_json::Value> = changes
+            .iter()
+            .map(|c| serde_json::json!({"path": c.path, "action": c.action, "from": c.from}))
+            .collect();
+        let canonical = serde_json::json!({
+            "kind": "write-back",
+            "command": command.digest,
+            "changes": each,
+        });
+        let listed: Vec<String> = changes
+            .iter()
+            .map(|c| {
+                let action = serde_json::to_value(c.action)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                format!("{action} {}", c.path)
+            })
+            .collect();
+        Self {
+            kind: "write-back",
+            summary: format!(
+                "land these changes of this run of {}: {}",
+                command.summary.trim_start_matches("run "),
+                listed.join(", ")
             ),
             digest: digest(&canonical.to_string()),
         }

@@ -5,28 +5,15 @@
 
 use std::sync::Mutex;
 
+use agentcaps::ApprovalsConfig;
 use agentcaps::shell::{CommandRequest, ShellError, ShellPolicy, ValidatedCommand, Waivers};
-use agentcaps::{ApprovalsConfig, Remember};
 
-use super::{Action, Answer, ApprovalRecord, Approver, Memory, Question};
+use super::asking::not_approved;
+use super::{Action, Answer, Approver, Asking, Memory};
 use crate::ToolError;
 
 /// The most questions one call asks: past that, the refusal stands.
 const MAX_QUESTIONS: usize = 4;
-
-/// Everything one call needs to ask a person.
-pub(crate) struct Asking<'a> {
-    /// `[approvals]`.
-    pub(crate) config: &'a ApprovalsConfig,
-    /// Who answers.
-    pub(crate) approver: &'a dyn Approver,
-    /// The session's remembered approvals.
-    pub(crate) memory: &'a Memory,
-    /// The questions asked and their answers, for the call log.
-    pub(crate) records: &'a Mutex<Vec<ApprovalRecord>>,
-    /// The tool asking.
-    pub(crate) tool: &'static str,
-}
 
 /// Why a command does not run.
 #[derive(Debug)]
@@ -48,17 +35,7 @@ impl Stopped {
     pub(crate) fn into_error(self, refused: impl Fn(ShellError) -> ToolError) -> ToolError {
         match self {
             Stopped::Refused(e) => refused(e),
-            Stopped::NotApproved {
-                refusal,
-                answer: Answer::Unavailable(why),
-            } => ToolError::ApprovalUnavailable {
-                source: Box::new(refused(refusal)),
-                why,
-            },
-            Stopped::NotApproved { refusal, answer } => ToolError::NotApproved {
-                source: Box::new(refused(refusal)),
-                answer,
-            },
+            Stopped::NotApproved { refusal, answer } => not_approved(refused(refusal), answer),
         }
     }
 }
@@ -106,27 +83,6 @@ pub async fn validate_command(
         })
 }
 
-impl Asking<'_> {
-    fn record(&self, rule: &'static str, action: &Action, answer: &'static str) {
-        if let Ok(mut records) = self.records.lock() {
-            records.push(ApprovalRecord {
-                tool: self.tool,
-                rule,
-                action: action.digest.clone(),
-                answer,
-                client: self.approver.who(),
-            });
-        }
-    }
-
-    /// Asks `question`, waiting at most its timeout.
-    async fn ask(&self, question: &Question) -> Answer {
-        tokio::time::timeout(question.timeout, self.approver.ask(question))
-            .await
-            .unwrap_or(Answer::TimedOut)
-    }
-}
-
 /// Validates `request`; a refusal the policy asks about is put to a person
 /// as a question about `action()` (the exact argv and working directory).
 pub(crate) async fn validate_asking(
@@ -137,6 +93,7 @@ pub(crate) async fn validate_asking(
 ) -> Result<ValidatedCommand, Stopped> {
     let mut waivers = Waivers::none();
     let mut asked = 0;
+    let mut waived: Vec<String> = Vec::new();
     loop {
         let refusal = match policy.validate_waiving(request, &waivers) {
             Ok(validated) => return Ok(validated),
@@ -149,42 +106,28 @@ pub(crate) async fn validate_asking(
             return Err(Stopped::Refused(refusal));
         };
         let text = refusal.to_string();
-        let session = asking.config.remember == Remember::Session;
-        if session && asking.memory.holds(&action.digest, &text) {
-            asking.record(refusal.rule(), &action, "remembered");
-            waivers.waive(&refusal);
-            continue;
-        }
-        asked += 1;
-        if asked > MAX_QUESTIONS {
+        // A "yes" that could not let this refusal through (the waiver does
+        // not reach where it is raised) is not asked for.
+        let mut trial = waivers.clone();
+        trial.waive(&refusal);
+        if matches!(policy.validate_waiving(request, &trial), Err(e) if e.to_string() == text) {
             return Err(Stopped::Refused(refusal));
         }
-        let question = Question {
-            tool: asking.tool,
-            rule: refusal.rule(),
-            refusal: text,
-            action,
-            may_remember: session,
-            timeout: std::time::Duration::from_millis(asking.config.timeout_ms),
-        };
-        let answer = match asking.ask(&question).await {
-            // Remembered only where the policy allows session memory.
-            Answer::Approve { remember } => Answer::Approve {
-                remember: remember && session,
-            },
-            answer => answer,
-        };
-        asking.record(question.rule, &question.action, answer.word());
-        match answer {
-            Answer::Approve { remember } => {
-                if remember && session {
-                    asking
-                        .memory
-                        .remember(&question.action.digest, &question.refusal);
-                }
-                waivers.waive(&refusal);
-            }
-            answer => return Err(Stopped::NotApproved { refusal, answer }),
+        // The same refusal again after its waiver: the waiver cannot let it
+        // through, so the refusal stands (never asked twice in one call).
+        if waived.contains(&text) {
+            return Err(Stopped::Refused(refusal));
         }
+        if !asking.remembered(refusal.rule(), &text, &action) {
+            asked += 1;
+            if asked > MAX_QUESTIONS {
+                return Err(Stopped::Refused(refusal));
+            }
+            if let Err(answer) = asking.ask(refusal.rule(), text.clone(), action).await {
+                return Err(Stopped::NotApproved { refusal, answer });
+            }
+        }
+        waivers.waive(&refusal);
+        waived.push(text);
     }
 }

@@ -83,7 +83,7 @@ impl McpServer {
     /// The same server for another client: its own session, no roots yet.
     fn for_new_session(&self) -> Self {
         Self {
-            session: Arc::new(self.session.fresh()),
+            session: Arc::new(self.session.fresh(served)),
             log: Arc::clone(&self.log),
         }
     }

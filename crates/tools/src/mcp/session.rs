@@ -51,9 +51,11 @@ impl Session {
         }
     }
 
-    /// A session for another client over the same policy.
-    pub(crate) fn fresh(&self) -> Self {
-        Self::new(Arc::clone(&self.policy))
+    /// A session for another client over the same policy: the same tools,
+    /// its own roots and its own approval memory (a "yes" remembered for
+    /// one client's session is never another's).
+    pub(crate) fn fresh(&self, describe: impl Fn(Toolbox) -> Served) -> Self {
+        Self::new(Arc::new(describe(self.policy.toolbox.new_session())))
     }
 
     /// The tools `peer`'s calls get: the policy's, or once the client's

@@ -164,3 +164,33 @@ pub fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     listener.local_addr().expect("addr").port()
 }
+
+/// A DNS server on loopback (UDP) answering every A query with 127.0.0.1
+/// and every other query with no records; returns its port.
+pub fn dns_server() -> u16 {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind dns");
+    let port = socket.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((len, peer)) = socket.recv_from(&mut buf) {
+            let query = &buf[..len];
+            // The question: the name's labels, then type and class.
+            let mut at = 12;
+            while at < len && query[at] != 0 {
+                at += 1 + usize::from(query[at]);
+            }
+            let Some(question) = query.get(12..at + 5) else {
+                continue;
+            };
+            let is_a = query.get(at + 1..at + 3) == Some(&[0, 1]);
+            let mut reply = query[..2].to_vec();
+            reply.extend_from_slice(&[0x81, 0x80, 0, 1, 0, u8::from(is_a), 0, 0, 0, 0]);
+            reply.extend_from_slice(question);
+            if is_a {
+                reply.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1]);
+            }
+            let _ = socket.send_to(&reply, peer);
+        }
+    });
+    port
+}
