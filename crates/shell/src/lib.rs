@@ -100,6 +100,7 @@ mod git_paths;
 mod grammar;
 mod identity;
 mod launcher;
+mod option_index;
 mod policy;
 mod program;
 mod remote;
