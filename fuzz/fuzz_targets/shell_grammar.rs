@@ -12,14 +12,29 @@
 //!   `unknown-option`;
 //! - a command of known options only, none of them refused by a rule (nor
 //!   possibly, by abbreviation), is never refused as `unknown-option`.
+//!
+//! For `sed` and `awk` the first operand is, where a choice says so, a
+//! script of the programs' own grammars (labels, `v`, regexes after
+//! `print`, `~`, `(`: the generator of `shared/script_gen.rs`), placed
+//! before the options: with or without the attack command in it, the
+//! options around it read the same, the harmless script is never the one
+//! refused, and — unless an option may have made the script come from
+//! elsewhere (`-e`, `--source`, `-f`) — the script with the attack is
+//! refused.
 #![no_main]
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use agentcaps_paths::{PathPolicy, SimFs};
+use agentcaps_shell::ShellError;
 use agentcaps_shell::{CommandRequest, Grammar, ProgramRules, ShellPolicy, When};
 use libfuzzer_sys::fuzz_target;
+
+// The whole-script `generate` is the other target's.
+#[allow(dead_code)]
+#[path = "shared/script_gen.rs"]
+mod script_gen;
 
 struct Setup {
     policy: ShellPolicy,
@@ -328,12 +343,38 @@ fuzz_target!(|data: &[u8]| {
     let Some(rules) = c.pick(&s.programs) else {
         return;
     };
+    // For sed and awk, maybe a script of their grammar first.
+    let script = match (rules.name.as_str(), c.byte().map(|b| b % 2)) {
+        (name @ ("sed" | "awk"), Some(0)) => {
+            let mut choices = script_gen::Choices(c.0);
+            let generated = if name == "sed" {
+                script_gen::sed(&mut choices)
+            } else {
+                script_gen::awk(&mut choices)
+            };
+            c.0 = choices.0;
+            let Some((_, safe, attacked)) = generated else {
+                return;
+            };
+            Some((safe, attacked))
+        }
+        _ => None,
+    };
     let Some((argv, unknown, refused)) = build(rules, &mut c) else {
         return;
     };
-    let got = s
+    if let Some((safe, attacked)) = script {
+        scripted(rules, &argv, &safe, &attacked, unknown, refused);
+        return;
+    }
+    options_oracle(&argv, unknown, refused);
+});
+
+/// The oracle on option lists (see the crate docs).
+fn options_oracle(argv: &[String], unknown: bool, refused: bool) {
+    let got = setup()
         .policy
-        .validate_on(&s.fs, &CommandRequest::argv(argv.clone()));
+        .validate_on(&setup().fs, &CommandRequest::argv(argv.to_vec()));
     if unknown {
         let err = match &got {
             Ok(_) => panic!("accepted {argv:?}, which holds an option the grammar does not know"),
@@ -351,4 +392,70 @@ fuzz_target!(|data: &[u8]| {
             );
         }
     }
-});
+}
+
+/// Whether an option of `argv` may give the script another way (`-e`,
+/// `--source`, `-f`, in a cluster or abbreviated), so that the first
+/// operand is data.
+fn script_may_come_elsewhere(rules: &ProgramRules, argv: &[String]) -> bool {
+    let Some(g) = rules.grammar.as_ref() else {
+        return true;
+    };
+    let spellings: Vec<&String> = g.scripts.iter().chain(&g.script_elsewhere).collect();
+    argv.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .filter(|a| a.starts_with('-'))
+        .any(|given| {
+            spellings.iter().any(|rule| {
+                if let Some(name) = given.strip_prefix("--") {
+                    let name = name.split('=').next().unwrap_or_default();
+                    rule.strip_prefix("--")
+                        .is_some_and(|full| full.starts_with(name) || name.starts_with(full))
+                } else {
+                    let letter = rule.strip_prefix('-').filter(|l| l.chars().count() == 1);
+                    letter.is_some_and(|l| given.trim_start_matches('-').contains(l))
+                }
+            })
+        })
+}
+
+/// A sed or awk command whose first operand is a generated script: the
+/// options oracle holds as it does for any list, the harmless script is
+/// never what is refused, and the attacked one is refused.
+fn scripted(
+    rules: &ProgramRules,
+    argv: &[String],
+    safe: &str,
+    attacked: &str,
+    unknown: bool,
+    refused: bool,
+) {
+    let with = |script: &str| {
+        let mut words = argv.to_vec();
+        words.insert(1, script.to_owned());
+        words
+    };
+    let safe_argv = with(safe);
+    options_oracle(&safe_argv, unknown, refused);
+    let got = setup()
+        .policy
+        .validate_on(&setup().fs, &CommandRequest::argv(safe_argv.clone()));
+    if let Err(ShellError::RefusedScript { script, reason, .. }) = &got {
+        assert_ne!(
+            script, safe,
+            "{safe_argv:?}: the harmless script was refused ({reason})"
+        );
+    }
+    if script_may_come_elsewhere(rules, argv) {
+        return;
+    }
+    let attacked_argv = with(attacked);
+    let got = setup()
+        .policy
+        .validate_on(&setup().fs, &CommandRequest::argv(attacked_argv.clone()));
+    assert!(
+        got.is_err(),
+        "accepted {attacked_argv:?}, whose script runs a command or writes a file"
+    );
+}

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A command ready to run: the program's absolute path, the argv, the
-/// working directory, the whole environment, optional standard input and a
-/// timeout. The sandbox runs it as given — no shell, no `PATH` search, no
+/// working directory, the whole environment, optional standard input, a
+/// timeout, and whether the program may start others. The sandbox runs it as given — no shell, no `PATH` search, no
 /// inherited variable — so whoever builds it owns what it asks for (the
 /// shell crate builds one only from a command its policy accepted).
 #[derive(Debug, Clone)]
@@ -24,11 +24,20 @@ pub struct SandboxCommand {
     pub stdin: Option<Vec<u8>>,
     /// When the whole tree is killed.
     pub timeout: Duration,
+    /// Whether the program may start other programs. `false` for a program
+    /// that runs nothing by itself (`sed`, `awk`, `grep`): where Landlock
+    /// is available it then executes nothing but its own file and the
+    /// loader, so that a command hidden in its arguments (a `sed` `e`, an
+    /// `awk` `system()`) fails with `EACCES`
+    /// ([`KernelRules::exec_only_program`](crate::kernel::KernelRules::exec_only_program)).
+    /// `true` by default.
+    pub runs_programs: bool,
 }
 
 impl SandboxCommand {
     /// `program` (absolute) with `argv`, run in `cwd` with an empty
-    /// environment, no standard input and a 30 s timeout.
+    /// environment, no standard input and a 30 s timeout, free to start
+    /// other programs.
     pub fn new(
         program: impl Into<PathBuf>,
         argv: impl IntoIterator<Item = impl Into<String>>,
@@ -41,6 +50,7 @@ impl SandboxCommand {
             env: Vec::new(),
             stdin: None,
             timeout: Duration::from_secs(30),
+            runs_programs: true,
         }
     }
 
@@ -55,6 +65,14 @@ impl SandboxCommand {
     #[must_use]
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Says whether the program may start other programs (see
+    /// [`runs_programs`](Self::runs_programs)).
+    #[must_use]
+    pub fn runs_programs(mut self, on: bool) -> Self {
+        self.runs_programs = on;
         self
     }
 

@@ -246,6 +246,33 @@ impl Sandbox {
         }
     }
 
+    /// [`Sandbox::planned_enforcement`] for `command` as a whole: also
+    /// whether the execute-only wall would hold for a program that runs
+    /// nothing by itself ([`SandboxCommand::runs_programs`]), said as a run
+    /// of it would say it.
+    #[must_use]
+    pub fn planned_command_enforcement(
+        &self,
+        command: &SandboxCommand,
+    ) -> (Enforcement, Option<String>) {
+        let (enforced, reason) = self.planned_enforcement(&command.program);
+        if command.runs_programs || cfg!(target_os = "macos") {
+            return (enforced, reason);
+        }
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        let rules = match self.decide_view() {
+            crate::view_run::ViewDecision::View { .. } => {
+                KernelRules::from_policy(self.paths.as_ref(), &command.program, true, false)
+            }
+            crate::view_run::ViewDecision::Refuse(_) => return (enforced, reason),
+            crate::view_run::ViewDecision::Fallback(_) => self.kernel_rules(&command.program),
+        };
+        #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+        let rules = self.kernel_rules(&command.program);
+        let landlock = kernel::would_enforce(&rules);
+        (enforced, kernel::exec_only_reason(reason, true, landlock))
+    }
+
     /// The fallback: Landlock only (where the kernel has it), reported as
     /// `partial` with `reason`; refused when the policy requires full
     /// enforcement.
@@ -273,7 +300,9 @@ impl Sandbox {
         // The judging proxy, on a TCP port of loopback that Landlock lets
         // the command reach (and no other port).
         let mut env = command.env.clone();
-        let mut rules = self.kernel_rules(&command.program);
+        let mut rules = self
+            .kernel_rules(&command.program)
+            .with_exec_only_program(!command.runs_programs);
         let proxy = match &self.proxy {
             Some(proxy) if !self.allow_network => {
                 let (port, session) = proxy.serve_tcp().map_err(|source| SandboxError::Spawn {
@@ -421,13 +450,15 @@ impl Sandbox {
                 format!("no kernel confinement: {reason}"),
             ),
         };
+        let enforced_reason =
+            kernel::exec_only_reason(Some(enforced_reason), !command.runs_programs, landlock);
         let mut result = ran.to_result(
             started,
             command.program,
             command.argv,
             exit_of(ran.status),
             enforced,
-            Some(enforced_reason),
+            enforced_reason,
             None,
         );
         result.connections = proxy.map(|(_, session)| session.connections());

@@ -148,6 +148,7 @@ impl Sandbox {
         let cgroup = crate::kernel::view::pids::PidsCgroup::for_root(self.limits.max_processes);
         spec.run.pids_cgroup = cgroup.as_ref().map(|c| c.path().to_path_buf());
         spec.run.skip_landlock = self.view.skip_landlock;
+        spec.run.exec_only_program = !command.runs_programs;
         let text = serde_json::to_vec(&spec).map_err(|e| spawn_io(helper, e.into()))?;
         std::fs::write(staging.path().join(SPEC_FILE), text).map_err(|e| spawn_io(helper, e))?;
 
@@ -212,7 +213,7 @@ impl Sandbox {
         // planned: `full` is given only for what was confirmed.
         let rules = KernelRules::from_policy(self.paths.as_ref(), &command.program, true, false);
         let planned = kernel::would_enforce(&rules);
-        let landlock = confirmed(&reported, planned).map_err(failed)?;
+        let landlock = confirmed(&reported, planned, !command.runs_programs).map_err(failed)?;
         let staged: u64 = layers.iter().map(|layer| staged_bytes(&layer.upper)).sum();
         if staged > self.limits.max_change_bytes {
             return Err(failed(format!(
@@ -246,6 +247,7 @@ impl Sandbox {
         } else {
             in_view_enforcement(landlock, self.allow_network)
         };
+        let reason = kernel::exec_only_reason(reason, !command.runs_programs, landlock);
         let connections = session.map(|s| s.connections());
         drop(staging);
         drop(cgroup);
@@ -288,9 +290,14 @@ fn staged_bytes(upper: &Path) -> u64 {
 }
 
 /// The Landlock level the view applied, when it reported walls that match
-/// `planned` (a domain nested for the command wherever there is one);
-/// otherwise why the run cannot be trusted.
-fn confirmed(reported: &Reported, planned: Enforcement) -> Result<Enforcement, String> {
+/// `planned` (a domain nested for the command wherever there is one, with
+/// the execute-only wall when `exec_only` asks for it); otherwise why the
+/// run cannot be trusted.
+fn confirmed(
+    reported: &Reported,
+    planned: Enforcement,
+    exec_only: bool,
+) -> Result<Enforcement, String> {
     let Some(applied) = reported.applied else {
         return Err("the private view never confirmed the walls it put up".to_owned());
     };
@@ -306,6 +313,13 @@ fn confirmed(reported: &Reported, planned: Enforcement) -> Result<Enforcement, S
     }
     if got != Enforcement::None && !applied.nested {
         return Err("the command was not put in a Landlock domain of its own".to_owned());
+    }
+    if got != Enforcement::None && applied.exec_only != exec_only {
+        return Err(if exec_only {
+            "the command was not kept from executing other programs, as planned".to_owned()
+        } else {
+            "the command was kept from executing other programs, which was not planned".to_owned()
+        });
     }
     Ok(got)
 }
@@ -511,5 +525,55 @@ async fn wait_until_gone(staging: &Path) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::view::spec::Applied;
+
+    fn reported(exec_only: bool) -> Reported {
+        Reported {
+            applied: Some(Applied {
+                landlock_abi: FULL_ABI,
+                landlock_full: true,
+                nested: true,
+                exec_only,
+            }),
+            outcome: Some(Outcome::Exited(0)),
+        }
+    }
+
+    #[test]
+    fn a_run_whose_execute_only_wall_is_not_as_planned_is_not_trusted() {
+        let planned = Enforcement::Full;
+        assert_eq!(confirmed(&reported(true), planned, true), Ok(planned));
+        assert_eq!(confirmed(&reported(false), planned, false), Ok(planned));
+        let missing = confirmed(&reported(false), planned, true).expect_err("no wall");
+        assert!(missing.contains("not kept from executing"), "{missing}");
+        let extra = confirmed(&reported(true), planned, false).expect_err("a wall not planned");
+        assert!(extra.contains("which was not planned"), "{extra}");
+    }
+
+    #[test]
+    fn the_reason_says_whether_the_wall_held() {
+        assert_eq!(
+            kernel::exec_only_reason(None, true, Enforcement::Full),
+            None,
+            "full covers it"
+        );
+        let held =
+            kernel::exec_only_reason(Some("a".into()), true, Enforcement::Partial { abi: 3 });
+        assert_eq!(
+            held.as_deref(),
+            Some("a; the program could execute only its own file and the loader")
+        );
+        let open = kernel::exec_only_reason(Some("a".into()), true, Enforcement::None);
+        assert!(open.is_some_and(|r| r.contains("nothing kept the program")));
+        assert_eq!(
+            kernel::exec_only_reason(Some("a".into()), false, Enforcement::None).as_deref(),
+            Some("a")
+        );
     }
 }

@@ -115,9 +115,7 @@ pub(crate) fn read<'a>(
     bundled_first: bool,
     either_value: bool,
 ) -> Result<Reading<'a>, Problem<'a>> {
-    let words = grammar
-        .entries()
-        .any(|(e, _)| matches!(Spelling::parse(e), Some(Spelling::Word(_))));
+    let words = grammar.index().has_words();
     let takes = |kind: Kind| match kind {
         Kind::Value => true,
         Kind::Either => either_value,
@@ -350,46 +348,18 @@ fn via<'a>(
 
 /// A short option of the grammar.
 fn short(grammar: &Grammar, c: char) -> Option<(&str, Kind)> {
-    grammar
-        .entries()
-        .find(|(e, _)| Spelling::parse(e) == Some(Spelling::Short(c)))
+    grammar.index().short(c)
 }
 
 /// A single-dash word of the grammar, exactly.
 fn word<'g>(grammar: &'g Grammar, arg: &str) -> Option<(&'g str, Kind)> {
-    grammar.entries().find(|(e, _)| {
-        matches!(
-            Spelling::parse(e),
-            Some(Spelling::Word(_) | Spelling::Short(_))
-        ) && *e == arg
-    })
+    grammar.index().word(arg)
 }
 
 /// A long option of the grammar: exactly, or else (where abbreviations are
 /// accepted) the one option `name` abbreviates.
 fn long<'g>(grammar: &'g Grammar, name: &str, abbreviations: bool) -> Option<(&'g str, Kind)> {
-    if name.is_empty() {
-        return None;
-    }
-    fn long_name(e: &str) -> Option<&str> {
-        match Spelling::parse(e) {
-            Some(Spelling::Long { name, .. }) => Some(name),
-            _ => None,
-        }
-    }
-    if let Some(hit) = grammar.entries().find(|(e, _)| long_name(e) == Some(name)) {
-        return Some(hit);
-    }
-    if !abbreviations {
-        return None;
-    }
-    let mut candidates = grammar
-        .entries()
-        .filter(|(e, _)| long_name(e).is_some_and(|full| full.starts_with(name)));
-    match (candidates.next(), candidates.next()) {
-        (Some(hit), None) => Some(hit),
-        _ => None,
-    }
+    grammar.index().long(name, abbreviations)
 }
 
 /// The options a grammar lists, for a refusal message.

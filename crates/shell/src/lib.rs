@@ -62,7 +62,9 @@
 //! /api/v1 src`) are text; the `sed`/`awk` scanners read them by the
 //! programs' grammars and refuse what they cannot read with confidence,
 //! and [`ValidatedCommand::runs_programs`] says when a program needs to
-//! start no other, so a runner can deny it that. The `development` preset
+//! start no other: the runner then lets it execute nothing but its own
+//! file and the loader (Landlock), so that a `sed` `e` or an `awk`
+//! `system()` the scanner missed fails with `EACCES`. The `development` preset
 //! ([`danger::development`]) is **not a sandbox**: its programs run
 //! arbitrary code by design and it inherits the whole environment. Hard
 //! links cannot be seen by any path check. Argument checks judge what a
@@ -98,6 +100,7 @@ mod git_paths;
 mod grammar;
 mod identity;
 mod launcher;
+mod option_index;
 mod policy;
 mod program;
 mod remote;

@@ -71,6 +71,8 @@ pub struct ShellPolicy {
     pub(crate) allow_network: bool,
     pub(crate) require_kernel_enforcement: bool,
     pub(crate) view: ViewSettings,
+    /// Test seam: `sed` scripts and `awk` programs are not scanned.
+    pub(crate) skip_script_scan: bool,
     pub(crate) found: Found,
     /// The judging proxy commands reach the web through, if any.
     #[cfg(feature = "runner")]
@@ -109,6 +111,7 @@ impl ShellPolicy {
             allow_network: false,
             require_kernel_enforcement: false,
             view: ViewSettings::default(),
+            skip_script_scan: false,
         }
     }
 
@@ -341,6 +344,7 @@ pub struct ShellPolicyBuilder {
     allow_network: bool,
     require_kernel_enforcement: bool,
     view: ViewSettings,
+    skip_script_scan: bool,
 }
 
 /// How commands get their private view (Linux): the helper executable, the
@@ -551,6 +555,15 @@ impl ShellPolicyBuilder {
         self
     }
 
+    /// Test seam, not for production: `sed` scripts and `awk` programs are
+    /// accepted unscanned, so that tests can show what the kernel holds
+    /// when the scanner misses a command (the execute-only wall).
+    #[doc(hidden)]
+    pub fn skip_script_scan(mut self, on: bool) -> Self {
+        self.skip_script_scan = on;
+        self
+    }
+
     /// Test seam, not for production: make the write-back's commit fail at
     /// its `step`-th operation on the real tree.
     #[cfg(feature = "runner")]
@@ -645,6 +658,7 @@ impl ShellPolicyBuilder {
             allow_network: self.allow_network,
             require_kernel_enforcement: self.require_kernel_enforcement,
             view: self.view,
+            skip_script_scan: self.skip_script_scan,
             found: Found::default(),
             #[cfg(feature = "runner")]
             proxy: None,

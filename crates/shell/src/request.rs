@@ -162,9 +162,11 @@ impl ValidatedCommand {
     /// runs nothing by itself (`runs_programs = false`: `cat`, `grep`,
     /// `sed`, `find`, …) and none of the options that make it start
     /// programs (the table's `starts_programs`: `find -exec`, `rg -z`) was
-    /// given. A runner may then let it execute nothing but its own file
-    /// (and the loader), so that a command its script scan missed (a `sed`
-    /// `e`, an `awk` `system()`) fails inside.
+    /// given. [`ShellPolicy::run`](crate::ShellPolicy::run) then lets it
+    /// execute nothing but its own file and the loader (where Landlock is
+    /// available, in the view and without it), so that a command its
+    /// script scan missed (a `sed` `e`, an `awk` `system()`) fails inside
+    /// with `EACCES`; the result's `enforced` covers it.
     pub fn runs_programs(&self) -> bool {
         self.runs_programs
     }

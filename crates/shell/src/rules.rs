@@ -348,6 +348,9 @@ pub struct Grammar {
     /// (`git`); everything after it belongs to the subcommand.
     #[serde(rename = "subcommands")]
     pub subcommands: Vec<Subcommand>,
+    /// The options indexed for lookups, built on the first one.
+    #[serde(skip)]
+    pub(crate) index: crate::option_index::LazyIndex,
 }
 
 /// A subcommand a program accepts (`git log`), with the options it refuses.
@@ -586,6 +589,7 @@ impl Grammar {
         }
         self.abbreviations |= other.abbreviations;
         self.digits |= other.digits;
+        self.index = crate::option_index::LazyIndex::default();
         if other.long_via.is_some() {
             self.long_via = other.long_via;
         }
@@ -595,6 +599,11 @@ impl Grammar {
                 None => self.subcommands.push(theirs),
             }
         }
+    }
+
+    /// The options indexed (built on the first call).
+    pub(crate) fn index(&self) -> &crate::option_index::OptionIndex {
+        self.index.get(self)
     }
 
     /// Every entry, with its kind.

@@ -54,7 +54,8 @@ impl ShellPolicy {
     /// creates the namespaces and an overlay, then exits.
     #[must_use]
     pub fn planned_enforcement(&self, command: &ValidatedCommand) -> (Enforcement, Option<String>) {
-        self.sandbox().planned_enforcement(&command.program)
+        self.sandbox()
+            .planned_command_enforcement(&command.clone().into_sandbox())
     }
 
     /// [`ShellPolicy::run`] on a private single-threaded runtime, for hosts
@@ -108,6 +109,7 @@ impl ValidatedCommand {
             SandboxCommand::new(self.program, self.argv, self.cwd).timeout(self.timeout);
         command.env = self.env;
         command.stdin = self.stdin;
+        command.runs_programs = self.runs_programs;
         command
     }
 }

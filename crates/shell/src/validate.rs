@@ -552,7 +552,7 @@ fn judge_options(
             scripts = script::scripts(language, args);
         }
     }
-    if let Some(language) = rules.script {
+    if let Some(language) = rules.script.filter(|_| !policy.skip_script_scan) {
         for text in scripts {
             if let Some(reason) = script::refusal(language, text) {
                 return Err(ShellError::RefusedScript {

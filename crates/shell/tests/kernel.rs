@@ -13,6 +13,8 @@
 //! (their runner reports `none`, tested by the `shell` suite).
 #![cfg(all(target_os = "linux", feature = "landlock"))]
 
+#[path = "kernel/exec_only.rs"]
+mod exec_only;
 #[path = "kernel/probe.rs"]
 mod probe;
 #[path = "kernel/support.rs"]

@@ -133,7 +133,8 @@ pub fn generate(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
     if c.byte()? % 2 == 0 { sed(c) } else { awk(c) }
 }
 
-fn sed(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
+/// A generated `sed` script: `("sed", safe, attacked)`.
+pub fn sed(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
     let count = usize::from(c.byte()? % 6) + 1;
     let attack_at = usize::from(c.byte()?) % (count + 1);
     let attack = *c.pick(SED_ATTACKS)?;
@@ -161,7 +162,8 @@ fn sed(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
     Some(("sed", safe, attacked))
 }
 
-fn awk(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
+/// A generated `awk` program: `("awk", safe, attacked)`.
+pub fn awk(c: &mut Choices<'_>) -> Option<(&'static str, String, String)> {
     let pattern = *c.pick(AWK_PATTERNS)?;
     let count = usize::from(c.byte()? % 5) + 1;
     let attack_at = usize::from(c.byte()?) % count;

@@ -12,7 +12,7 @@ use landlock::{
 };
 
 use super::enforcement::Enforcement;
-use super::program::program_dirs;
+use super::program::{program_dirs, remembered_program_files};
 use super::rules::{
     KernelRules, RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC,
 };
@@ -34,9 +34,12 @@ pub(super) fn kernel_abi() -> u8 {
     )
 }
 
-/// A ruleset ready to be applied, and the ABI level whose features it holds.
+/// A ruleset ready to be applied, and the ABI level whose features it holds;
+/// with [`KernelRules::exec_only_program`], a second one nested inside it
+/// whose only handled right is execution (see `exec_only` below).
 pub(super) struct Domain {
     ruleset: RulesetCreated,
+    exec_only: Option<RulesetCreated>,
     level: u8,
 }
 
@@ -103,24 +106,53 @@ impl Domain {
     /// would have granted stays denied.
     pub(super) fn build(key: &Key) -> io::Result<Self> {
         let level = key.level;
-        if let Some(ruleset) = reuse(key) {
-            return Ok(Self { ruleset, level });
+        if let Some(built) = reuse(key) {
+            return Ok(built);
         }
         let ruleset = fresh(key)?;
-        keep(key.clone(), &ruleset);
-        Ok(Self { ruleset, level })
+        let exec_only = match &key.exec_only {
+            Some(files) => Some(exec_only(files, ABI::from(i32::from(level)))?),
+            None => None,
+        };
+        let built = Self {
+            ruleset,
+            exec_only,
+            level,
+        };
+        keep(key.clone(), &built);
+        Ok(built)
+    }
+
+    /// Whether restricting with this domain also puts up the execute-only
+    /// wall: when [`restrict_current_thread`](Self::restrict_current_thread)
+    /// succeeds, the thread can then execute nothing but the program's own
+    /// file and its loader.
+    pub(super) fn is_exec_only(&self) -> bool {
+        self.exec_only.is_some()
     }
 
     /// Restricts the calling thread (and every process it starts from now
     /// on) with this domain, after setting `no_new_privs` on it. Other
-    /// threads are not affected.
+    /// threads are not affected. The execute-only wall, when the domain
+    /// holds one, goes up after it, nested; it is fully enforced or this
+    /// fails (the thread is then unusable for the command, which must not
+    /// run without it).
     pub(super) fn restrict_current_thread(self) -> io::Result<Enforcement> {
         let status = self.ruleset.restrict_self().map_err(landlock_error)?;
-        Ok(match status.ruleset {
+        let enforced = match status.ruleset {
             RulesetStatus::FullyEnforced if status.no_new_privs => Enforcement::for_abi(self.level),
             RulesetStatus::NotEnforced => Enforcement::None,
             _ => Enforcement::Partial { abi: self.level },
-        })
+        };
+        if let Some(exec_only) = self.exec_only {
+            let status = exec_only.restrict_self().map_err(landlock_error)?;
+            if status.ruleset != RulesetStatus::FullyEnforced {
+                return Err(landlock_error(
+                    "the kernel did not enforce the execute-only domain",
+                ));
+            }
+        }
+        Ok(enforced)
     }
 }
 
@@ -137,6 +169,9 @@ pub(super) struct Key {
     read: Vec<(PathBuf, Option<Inode>)>,
     write: Vec<(PathBuf, Option<Inode>)>,
     program: Vec<(PathBuf, Option<Inode>)>,
+    /// With [`KernelRules::exec_only_program`]: the only files the command
+    /// may execute (the program, its interpreter, that one's loader).
+    exec_only: Option<Vec<(PathBuf, Option<Inode>)>>,
     etc: Vec<Option<(Inode, Modified)>>,
     restrict_files: bool,
     allow_network: bool,
@@ -193,6 +228,12 @@ impl Key {
             }
             _ => Vec::new(),
         };
+        let exec_only = rules
+            .exec_only_program
+            .then(|| match rules.program.as_deref() {
+                Some(program) => with_id(&remembered_program_files(program)),
+                None => Vec::new(),
+            });
         let etc = if restricts_files {
             etc_dirs().iter().map(|dir| stamp(dir)).collect()
         } else {
@@ -202,6 +243,7 @@ impl Key {
             read: with_id(&rules.read),
             write: with_id(&rules.write),
             program,
+            exec_only,
             etc,
             restrict_files: rules.restrict_files,
             allow_network: rules.allow_network,
@@ -214,21 +256,36 @@ impl Key {
 /// How many built rulesets are kept (the least recently used goes).
 pub(super) const REUSE_SLOTS: usize = 8;
 
-static REUSED: Mutex<Vec<(Key, RulesetCreated)>> = Mutex::new(Vec::new());
+static REUSED: Mutex<Vec<(Key, Domain)>> = Mutex::new(Vec::new());
 
-/// A handle on a ruleset built for `key`: the kernel lets one ruleset
-/// restrict any number of threads.
-fn reuse(key: &Key) -> Option<RulesetCreated> {
+impl Domain {
+    /// Another handle on the same rulesets: the kernel lets one ruleset
+    /// restrict any number of threads.
+    fn try_clone(&self) -> Option<Self> {
+        let exec_only = match &self.exec_only {
+            Some(ruleset) => Some(ruleset.try_clone().ok()?),
+            None => None,
+        };
+        Some(Self {
+            ruleset: self.ruleset.try_clone().ok()?,
+            exec_only,
+            level: self.level,
+        })
+    }
+}
+
+/// A handle on the domain built for `key`.
+fn reuse(key: &Key) -> Option<Domain> {
     let mut kept = REUSED.lock().ok()?;
     let at = kept.iter().position(|(k, _)| k == key)?;
     let entry = kept.remove(at);
-    let copy = entry.1.try_clone().ok();
+    let copy = entry.1.try_clone();
     kept.push(entry);
     copy
 }
 
-fn keep(key: Key, ruleset: &RulesetCreated) {
-    let (Ok(mut kept), Ok(copy)) = (REUSED.lock(), ruleset.try_clone()) else {
+fn keep(key: Key, domain: &Domain) {
+    let (Ok(mut kept), Some(copy)) = (REUSED.lock(), domain.try_clone()) else {
         return;
     };
     kept.retain(|(k, _)| *k != key);
@@ -300,6 +357,29 @@ fn fresh(key: &Key) -> io::Result<RulesetCreated> {
             if let Some(rule) = beneath(path, expected, access, abi)? {
                 ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
             }
+        }
+    }
+    Ok(ruleset)
+}
+
+/// The execute-only domain: it handles execution alone, and grants it on
+/// `files` (each with the identity it had when the key was made) and
+/// nothing else. Nested inside the command's domain, it leaves every other
+/// right as that one says; the kernel checks execution at `execve` on the
+/// program and on the ELF interpreter it names (and, for a `#!` script, on
+/// the interpreter and its loader), so those run, and whatever the program
+/// then tries to start fails with `EACCES`. Shared libraries are mapped,
+/// not executed: they load as before.
+fn exec_only(files: &[(PathBuf, Option<Inode>)], abi: ABI) -> io::Result<RulesetCreated> {
+    let execute = BitFlags::from(AccessFs::Execute);
+    let mut ruleset = Ruleset::default()
+        .handle_access(execute)
+        .map_err(landlock_error)?
+        .create()
+        .map_err(landlock_error)?;
+    for (path, expected) in files {
+        if let Some(rule) = beneath(path, *expected, execute, abi)? {
+            ruleset = ruleset.add_rule(rule).map_err(landlock_error)?;
         }
     }
     Ok(ruleset)

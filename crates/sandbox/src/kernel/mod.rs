@@ -109,6 +109,21 @@
 //!   stdin, stdout and stderr are inherited.
 //! - **Landlock** inside the view (table below), `no_new_privs`, and every
 //!   capability set emptied (bounding and ambient included).
+//! - **Programs that run nothing by themselves cannot.** For a command
+//!   that says so ([`SandboxCommand::runs_programs`](crate::SandboxCommand::runs_programs)
+//!   `false`: the shell's `cat`, `grep`, `sed`, `awk`, `find` without
+//!   `-exec`), the command's own domain holds one more, nested Landlock
+//!   domain that handles execution alone and grants it on the program's
+//!   file and its loader only (the ELF interpreter its `PT_INTERP` names;
+//!   for a `#!` script, the interpreter and that one's loader — the kernel
+//!   checks execution on each at `execve`). Whatever the program then tries
+//!   to start — a `sed` `e` command, an `awk` `system()`, pipe or
+//!   `getline` from a command — fails with `EACCES`; shared libraries,
+//!   which are mapped rather than executed, load as before. The view
+//!   confirms it put the wall up, or the run fails; it needs Landlock ABI
+//!   1, so `full` covers it. Without the view it holds just the same
+//!   wherever Landlock does ([`KernelRules::exec_only_program`]), and the
+//!   result's `enforced_reason` says whether it held.
 //! - **Nothing the command can reach speaks for the view.** The view's
 //!   first process is not dumpable and holds no file of the host's: it
 //!   reports (the walls it applied, how the command ended) over a pipe to
@@ -311,6 +326,30 @@ fn restricts_anything(rules: &KernelRules, level: u8) -> bool {
     }
 }
 
+/// What a run's `enforced_reason` says of the execute-only wall
+/// ([`KernelRules::exec_only_program`]), added to `reason`: when the
+/// command asked for it (`requested`) and Landlock held at `landlock`, it
+/// held too (it needs no more than ABI 1, and a run whose wall did not go
+/// up is an error); without Landlock, nothing kept the program from
+/// starting others. Nothing is added where it was not asked for, or where
+/// it held and nothing else is said (`enforced` is then `full`, which
+/// covers it).
+pub(crate) fn exec_only_reason(
+    reason: Option<String>,
+    requested: bool,
+    landlock: Enforcement,
+) -> Option<String> {
+    if !requested {
+        return reason;
+    }
+    let clause = if landlock == Enforcement::None {
+        "nothing kept the program from starting other programs (that needs Landlock)"
+    } else {
+        "the program could execute only its own file and the loader"
+    };
+    reason.map(|reason| format!("{reason}; {clause}"))
+}
+
 /// What [`spawn_confined`] would achieve for `rules` on this machine,
 /// without running anything (for `check shell` and tool descriptions).
 #[must_use]
@@ -336,6 +375,10 @@ pub fn would_enforce(rules: &KernelRules) -> Enforcement {
 ///   kernel cannot enforce everything — checked before anything runs;
 /// - the spawn's own I/O error, an error building the Landlock domain, or
 ///   an error when called outside a Tokio runtime.
+///
+/// With [`KernelRules::exec_only_program`], an enforcement other than
+/// [`Enforcement::None`] means the execute-only wall held as well: the
+/// spawn fails rather than run the command without it.
 ///
 /// `cmd` is left as it was, whether the spawn succeeds or not — unless the
 /// confining thread panics, which would be a bug (then `cmd` is lost and an

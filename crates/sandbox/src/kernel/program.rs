@@ -40,32 +40,34 @@ fn identity(program: &Path) -> Option<Identity> {
 /// Never fails: what cannot be read is simply not added (the kernel then
 /// denies it, which is the safe side).
 pub(super) fn program_dirs(program: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for real in remembered_program_files(program) {
+        push_parent(&mut dirs, &real);
+    }
+    dirs
+}
+
+/// [`program_files`], remembered per program while the file it resolves to
+/// stays the same.
+pub(super) fn remembered_program_files(program: &Path) -> Vec<PathBuf> {
     static CACHE: Mutex<BTreeMap<PathBuf, (Identity, Vec<PathBuf>)>> = Mutex::new(BTreeMap::new());
     let Some(id) = identity(program) else {
         return Vec::new();
     };
     if let Ok(cache) = CACHE.lock()
-        && let Some((cached, dirs)) = cache.get(program)
+        && let Some((cached, files)) = cache.get(program)
         && *cached == id
     {
-        return dirs.clone();
+        return files.clone();
     }
-    let dirs = find_program_dirs(program);
+    let files = program_files(program);
     if let Ok(mut cache) = CACHE.lock() {
         if cache.len() >= CACHED_PROGRAMS {
             cache.clear();
         }
-        cache.insert(program.to_path_buf(), (id, dirs.clone()));
+        cache.insert(program.to_path_buf(), (id, files.clone()));
     }
-    dirs
-}
-
-fn find_program_dirs(program: &Path) -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for real in program_files(program) {
-        push_parent(&mut dirs, &real);
-    }
-    dirs
+    files
 }
 
 /// Where the program, its interpreter and the interpreter's interpreter

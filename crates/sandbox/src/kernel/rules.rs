@@ -76,6 +76,15 @@ pub struct KernelRules {
     /// `#!` script, its interpreter's directory become readable and
     /// executable.
     pub program: Option<PathBuf>,
+    /// Let the command execute nothing but [`program`](Self::program)'s own
+    /// file and its loader (the ELF interpreter it names; for a `#!` script,
+    /// the interpreter and that one's loader): for a program that runs
+    /// nothing by itself (`sed`, `awk`, `grep`), so that a command its
+    /// arguments hide (a `sed` `e`, an `awk` `system()`) fails with
+    /// `EACCES`. A second Landlock domain, nested inside the first, handles
+    /// execution alone; it needs Landlock at all (ABI 1) and is applied
+    /// only where the first domain is. Off by default.
+    pub exec_only_program: bool,
     /// Whether file access is restricted at all. `false` when the command
     /// has no path policy (then only network and scopes are enforced).
     pub restrict_files: bool,
@@ -118,6 +127,7 @@ impl KernelRules {
             read: Vec::new(),
             write: Vec::new(),
             program: None,
+            exec_only_program: false,
             restrict_files: true,
             allow_network: false,
             connect_ports: Vec::new(),
@@ -206,6 +216,15 @@ impl KernelRules {
     #[must_use]
     pub fn with_program(mut self, program: impl AsRef<Path>) -> Self {
         self.program = Some(program.as_ref().to_path_buf());
+        self
+    }
+
+    /// Lets the command execute only its program and the loader, or
+    /// anything its domain grants (see
+    /// [`exec_only_program`](Self::exec_only_program)).
+    #[must_use]
+    pub fn with_exec_only_program(mut self, on: bool) -> Self {
+        self.exec_only_program = on;
         self
     }
 

@@ -638,8 +638,9 @@ fn read_only(at: &Path) -> io::Result<()> {
 
 /// Landlock, `no_new_privs`, no capabilities; then the command, started
 /// from a thread restricted once more (a domain nested inside this
-/// process's, so the command can neither trace nor signal it), and the
-/// reaping of every process until it ends.
+/// process's, so the command can neither trace nor signal it; for a
+/// program that runs nothing by itself, with the execute-only wall too),
+/// and the reaping of every process until it ends.
 fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     let mut rules = KernelRules::new()
         .with_program(&spec.program)
@@ -658,7 +659,16 @@ fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
         landlock_abi: 0,
         landlock_full: false,
         nested: false,
+        exec_only: false,
     };
+    // The command's own domain: the same again, nested, and with the
+    // execute-only wall for a program that runs nothing by itself.
+    let nested_key = key.as_ref().and_then(|_| {
+        let rules = rules
+            .clone()
+            .with_exec_only_program(spec.run.exec_only_program);
+        Domain::key(&rules, level)
+    });
     if let Some(key) = &key {
         match Domain::build(key).and_then(Domain::restrict_current_thread) {
             Ok(enforced) => {
@@ -706,33 +716,37 @@ fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
     // a process inherits those of the thread that starts it.
     let started = std::thread::scope(|scope| {
         scope
-            .spawn(|| -> Result<(std::process::Child, bool), Outcome> {
-                let nested = match &key {
+            .spawn(|| -> Result<(std::process::Child, bool, bool), Outcome> {
+                let (nested, exec_only) = match &nested_key {
                     Some(key) => {
-                        let enforced = Domain::build(key)
-                            .and_then(Domain::restrict_current_thread)
-                            .map_err(|e| {
-                                Outcome::Failed(format!("the nested Landlock domain: {e}"))
-                            })?;
-                        enforced == Enforcement::for_abi(level) || enforced.is_full()
+                        let domain = Domain::build(key).map_err(|e| {
+                            Outcome::Failed(format!("the nested Landlock domain: {e}"))
+                        })?;
+                        let exec_only = domain.is_exec_only();
+                        let enforced = domain.restrict_current_thread().map_err(|e| {
+                            Outcome::Failed(format!("the nested Landlock domain: {e}"))
+                        })?;
+                        let nested = enforced == Enforcement::for_abi(level) || enforced.is_full();
+                        (nested, exec_only)
                     }
-                    None => false,
+                    None => (false, false),
                 };
                 command
                     .spawn()
-                    .map(|child| (child, nested))
+                    .map(|child| (child, nested, exec_only))
                     .map_err(|error| {
                         Outcome::SpawnFailed(format!("{:?}", error.kind()), error.to_string())
                     })
             })
             .join()
     });
-    let (child, nested) = match started {
+    let (child, nested, exec_only) = match started {
         Ok(Ok(started)) => started,
         Ok(Err(outcome)) => return outcome,
         Err(_) => return Outcome::Failed("the thread starting the command panicked".to_owned()),
     };
     applied.nested = nested;
+    applied.exec_only = exec_only;
     report.send(&Report::Applied(applied));
     let main = i32::try_from(child.id()).unwrap_or(0);
     // Reap whatever ends, orphans included, until the command itself does.

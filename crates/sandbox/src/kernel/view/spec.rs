@@ -114,6 +114,10 @@ pub(crate) struct RunSettings {
     /// Test seam: apply no Landlock inside the view (the runner must then
     /// refuse the run's result, since it planned a domain).
     pub(crate) skip_landlock: bool,
+    /// The command executes nothing but its program and the loader: its
+    /// nested domain holds the execute-only wall too.
+    #[serde(default)]
+    pub(crate) exec_only_program: bool,
 }
 
 /// What the view's first process applied, as the kernel answered it.
@@ -127,6 +131,10 @@ pub(crate) struct Applied {
     /// Whether the command runs in a domain nested inside the first
     /// process's (so that it cannot trace or signal it).
     pub(crate) nested: bool,
+    /// Whether that nested domain lets the command execute only its
+    /// program and the loader.
+    #[serde(default)]
+    pub(crate) exec_only: bool,
 }
 
 /// One message of the view's first process to the helper's outer stage,
