@@ -349,12 +349,16 @@ impl Sandbox {
         #[cfg(not(all(feature = "landlock", target_os = "linux")))]
         let reaper: Option<PathBuf> = None;
         // The reaper's own domain adds its file and `/proc` (where it finds
-        // what the command left); the command runs in a nested one, of its
-        // rules alone.
+        // what the command left), and executing (it starts the command);
+        // the command runs in a nested one, of its rules alone (with the
+        // execute-only wall where asked).
         #[cfg(all(feature = "landlock", target_os = "linux"))]
         let command_rules = kernel::view::exec::ExecRules::from(&rules);
         if let Some(helper) = &reaper {
-            rules = rules.with_read(helper).with_read("/proc");
+            rules = rules
+                .with_read(helper)
+                .with_read("/proc")
+                .with_exec_only_program(false);
         }
         let mut cmd = match (&seatbelt, &reaper) {
             (Some(profile), _) => {

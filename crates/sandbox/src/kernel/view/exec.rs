@@ -62,6 +62,7 @@ pub(crate) struct ExecRules {
     allow_network: bool,
     connect_ports: Vec<u16>,
     max_abi: Option<u8>,
+    exec_only_program: bool,
 }
 
 impl From<&KernelRules> for ExecRules {
@@ -74,6 +75,7 @@ impl From<&KernelRules> for ExecRules {
             allow_network: rules.allow_network,
             connect_ports: rules.connect_ports.clone(),
             max_abi: rules.max_abi,
+            exec_only_program: rules.exec_only_program,
         }
     }
 }
@@ -88,6 +90,7 @@ impl ExecRules {
         rules.allow_network = self.allow_network;
         rules.connect_ports.clone_from(&self.connect_ports);
         rules.max_abi = self.max_abi;
+        rules.exec_only_program = self.exec_only_program;
         rules
     }
 }
