@@ -79,6 +79,11 @@ pub struct RunResult {
     /// each decision (`None` when its network is not the proxy).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<Vec<crate::network::Connection>>,
+    /// Connections the proxy did not list in `connections` because its
+    /// limit was reached: refusals and failures only, every allowed one is
+    /// listed (`None` when its network is not the proxy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_dropped: Option<u64>,
 }
 
 impl Sandbox {
@@ -294,7 +299,8 @@ impl Sandbox {
         };
         if seatbelt.is_some() {
             let mut result = seatbelt_result(ran, started, command)?;
-            result.connections = proxy.map(|(_, session)| session.connections());
+            (result.connections, result.connections_dropped) =
+                crate::network::recorded(proxy.as_ref().map(|(_, s)| s.as_ref()));
             return Ok(result);
         }
         let (enforced, enforced_reason) = match landlock {
@@ -322,7 +328,8 @@ impl Sandbox {
             Some(enforced_reason),
             None,
         );
-        result.connections = proxy.map(|(_, session)| session.connections());
+        (result.connections, result.connections_dropped) =
+            crate::network::recorded(proxy.as_ref().map(|(_, s)| s.as_ref()));
         Ok(result)
     }
 
@@ -511,6 +518,7 @@ impl Ran {
             enforced_reason,
             changes,
             connections: None,
+            connections_dropped: None,
         }
     }
 }

@@ -243,7 +243,8 @@ impl Sandbox {
         } else {
             in_view_enforcement(landlock, self.allow_network)
         };
-        let connections = session.map(|s| s.connections());
+        let network = crate::network::recorded(session.as_deref());
+        drop(session);
         drop(staging);
         drop(cgroup);
         let mut result = ran.to_result(
@@ -255,7 +256,7 @@ impl Sandbox {
             reason,
             changes,
         );
-        result.connections = connections;
+        (result.connections, result.connections_dropped) = network;
         Ok(result)
     }
 }
