@@ -26,7 +26,8 @@ use tokio::net::TcpStream;
 use super::log::{Bytes, Logged, ProxyKind, ProxyOutcome};
 use super::wire::Wire;
 use super::{
-    MAX_RESPONSE_HEADERS, ProxyBody, Shared, dial, entry, failed, judge, refusal, refused_url,
+    MAX_RESPONSE_HEADERS, ProxyBody, Shared, before_decision, dial, entry, failed, judge, refusal,
+    refused_url,
 };
 use crate::error::{EgressError, Phase};
 use crate::headers::judge_meaning;
@@ -343,7 +344,7 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     if let Err(e) = judge_headers(shared, &parts.headers) {
         return refusal(shared, log, &e);
     }
-    let addrs = match judge(shared, &verdict).await {
+    let addrs = match before_decision(shared, &log, judge(shared, &verdict)).await {
         Ok(a) => a,
         Err(e) => return refusal(shared, log, &e),
     };
@@ -529,7 +530,7 @@ async fn exchange(
         .map_err(|_| EgressError::Timeout {
             url: verdict.url().to_owned(),
             phase: Phase::Headers,
-            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            limit_ms: super::millis(limit),
         })?
         .map_err(|e| http_error(verdict, &e))
 }
