@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::output::OutputCounter;
+
 /// A command ready to run: the program's absolute path, the argv, the
 /// working directory, the whole environment, optional standard input and a
 /// timeout. The sandbox runs it as given — no shell, no `PATH` search, no
@@ -24,6 +26,9 @@ pub struct SandboxCommand {
     pub stdin: Option<Vec<u8>>,
     /// When the whole tree is killed.
     pub timeout: Duration,
+    /// Counts the output as it comes, for a host reporting progress
+    /// (`None`: not counted).
+    pub output_counter: Option<OutputCounter>,
 }
 
 impl SandboxCommand {
@@ -41,6 +46,7 @@ impl SandboxCommand {
             env: Vec::new(),
             stdin: None,
             timeout: Duration::from_secs(30),
+            output_counter: None,
         }
     }
 
@@ -55,6 +61,13 @@ impl SandboxCommand {
     #[must_use]
     pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Counts the bytes of output into `counter` as they come.
+    #[must_use]
+    pub fn count_output(mut self, counter: OutputCounter) -> Self {
+        self.output_counter = Some(counter);
         self
     }
 

@@ -12,7 +12,7 @@ use crate::command::SandboxCommand;
 use crate::confinement::Sandbox;
 use crate::error::SandboxError;
 use crate::kernel::{self, Enforcement, KernelRefusal, KernelRules};
-use crate::output::Capture;
+use crate::output::{Capture, OutputCounter};
 use crate::tree::ProcessTree;
 use crate::writeback::Changes;
 
@@ -289,6 +289,7 @@ impl Sandbox {
             command.stdin.as_deref(),
             command.timeout,
             self.max_output_bytes,
+            command.output_counter.as_ref(),
             None,
         )
         .await
@@ -525,7 +526,8 @@ impl Ran {
 
 /// Supervises `tree`: feeds its input, captures its output, waits for its
 /// first process, then kills what that process left running; at `timeout`
-/// kills the whole tree.
+/// kills the whole tree. The output's bytes are counted into `counter` as
+/// they come.
 ///
 /// With `finished`, the end is known sooner: once the output pipes are at
 /// their end, `finished` may say the child's work is done and give its
@@ -536,6 +538,7 @@ pub(crate) async fn supervise(
     input: Option<&[u8]>,
     timeout: Duration,
     max_output_bytes: u64,
+    counter: Option<&OutputCounter>,
     finished: Option<&Finished>,
 ) -> std::io::Result<Ran> {
     let mut tree = tree.into();
@@ -543,8 +546,8 @@ pub(crate) async fn supervise(
     let input = input.unwrap_or_default();
     let mut stdout = tree.take_stdout();
     let mut stderr = tree.take_stderr();
-    let mut out = Capture::new(max_output_bytes);
-    let mut err = Capture::new(max_output_bytes);
+    let mut out = Capture::new(max_output_bytes, counter);
+    let mut err = Capture::new(max_output_bytes, counter);
 
     let finished = {
         let work = async {

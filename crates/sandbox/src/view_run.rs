@@ -168,6 +168,7 @@ impl Sandbox {
             command.stdin.as_deref(),
             command.timeout,
             self.max_output_bytes,
+            command.output_counter.as_ref(),
             Some(&done),
         )
         .await

@@ -3,7 +3,7 @@
 //! confinement its policy describes.
 
 use agentcaps_sandbox::kernel::{Enforcement, KernelRules};
-use agentcaps_sandbox::{RunResult, Sandbox, SandboxCommand};
+use agentcaps_sandbox::{OutputCounter, RunResult, Sandbox, SandboxCommand};
 
 use crate::error::ShellError;
 use crate::policy::ShellPolicy;
@@ -28,6 +28,21 @@ impl ShellPolicy {
     /// kernel enforcement and it is not available here.
     pub async fn run(&self, command: ValidatedCommand) -> Result<RunResult, ShellError> {
         Ok(self.sandbox().run(command.into_sandbox()).await?)
+    }
+
+    /// [`ShellPolicy::run`], counting the command's output into `counter`
+    /// as it comes (for a host that reports progress while it runs).
+    ///
+    /// # Errors
+    ///
+    /// As [`ShellPolicy::run`].
+    pub async fn run_counting_output(
+        &self,
+        command: ValidatedCommand,
+        counter: OutputCounter,
+    ) -> Result<RunResult, ShellError> {
+        let command = command.into_sandbox().count_output(counter);
+        Ok(self.sandbox().run(command).await?)
     }
 
     /// What a run of `command` would get here, without running it (for

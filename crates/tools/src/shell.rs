@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use agentcaps::Policy;
-use agentcaps::shell::{CommandRequest, Exit, RunResult, ShellError, ShellPolicy};
+use agentcaps::shell::{CommandRequest, Exit, OutputCounter, RunResult, ShellError, ShellPolicy};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -319,6 +319,7 @@ impl ShellTool {
         &self,
         input: inputs::ShellCommand,
         asking: &Asking<'_>,
+        counter: Option<&OutputCounter>,
     ) -> Result<CommandOutput, ToolError> {
         let action = || {
             let argv = match (&input.argv, &input.command) {
@@ -333,11 +334,15 @@ impl ShellTool {
         let validated = validate_asking(&self.policy, &request, &action, asking)
             .await
             .map_err(|stopped| stopped.into_error(|e| self.refused(e)))?;
-        let result = self
-            .policy
-            .run(validated)
-            .await
-            .map_err(|e| self.refused(e))?;
+        let result = match counter {
+            Some(counter) => {
+                self.policy
+                    .run_counting_output(validated, counter.clone())
+                    .await
+            }
+            None => self.policy.run(validated).await,
+        }
+        .map_err(|e| self.refused(e))?;
         Ok(result.into())
     }
 }

@@ -316,7 +316,12 @@ impl Toolbox {
                     records,
                     tool: definition.name,
                 };
-                answer(self.inner.shell.run(input, &asking).await)
+                answer(
+                    self.inner
+                        .shell
+                        .run(input, &asking, stop.output_counter())
+                        .await,
+                )
             }
             ToolId::HttpRequest => {
                 let input = args(definition, arguments)?;
