@@ -197,13 +197,17 @@ impl Body for Relayed {
     ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, hyper::Error>>> {
         let this = self.get_mut();
         let mut frame = Pin::new(&mut this.body).poll_frame(cx);
-        if frame.is_pending()
-            && let Some(up) = this.upstream.as_mut().filter(|_| !this.ended)
-        {
+        if let Some(up) = this.upstream.as_mut().filter(|_| !this.ended) {
+            // Pending: the connection reads the next piece now. Ready: it
+            // reads the one after while this one is written to the client
+            // (without it, reading upstream and writing to the client took
+            // turns, and a download ran about a fifth slower).
             if Pin::new(&mut up.connection).poll(cx).is_ready() {
                 this.ended = true;
             }
-            frame = Pin::new(&mut this.body).poll_frame(cx);
+            if frame.is_pending() {
+                frame = Pin::new(&mut this.body).poll_frame(cx);
+            }
         }
         if let Poll::Ready(None) = frame {
             this.finished = true;
