@@ -12,7 +12,9 @@ http.client for what an SDK never sends) drives the server over loopback:
   read_file, a root outside the policy widens nothing, and
   notifications/roots/list_changed takes effect; policy_info shows them;
 - progress notifications arrive in order, about once a second, during a
-  3-second shell_command;
+  3.5-second shell_command that writes a line every half second, each
+  saying how long it has run and how many bytes of output it has written
+  (growing);
 - protocol versions 2025-06-18 and 2025-11-25 both initialize.
 
 Usage: mcp_http_e2e.py PATH_TO_AGENTCAPS_BINARY
@@ -138,6 +140,16 @@ def sse_json(text):
     return out
 
 
+# Writes a line of 1000 bytes (and its newline) every half second, seven
+# times: 7007 bytes over about 3.5 seconds.
+DRIP = """import sys, time
+for _ in range(7):
+    sys.stdout.write("x" * 1000 + "\\n")
+    sys.stdout.flush()
+    time.sleep(0.5)
+"""
+
+
 def make_tree(top):
     root = os.path.join(top, "root")
     outside = os.path.join(top, "outside")
@@ -149,6 +161,8 @@ def make_tree(top):
         f.write("alpha\nneedle here\nomega\n")
     with open(os.path.join(root, "top.txt"), "w") as f:
         f.write("top level\n")
+    with open(os.path.join(root, "drip.py"), "w") as f:
+        f.write(DRIP)
     policy = os.path.join(top, "policy.toml")
     with open(policy, "w") as f:
         f.write("""
@@ -156,7 +170,7 @@ def make_tree(top):
 allowed = ["root"]
 
 [shell]
-allowed_commands = ["ls", "cat", "sleep", "echo"]
+allowed_commands = ["ls", "cat", "sleep", "echo", "python3"]
 working_directory = "root"
 path_policy = true
 """)
@@ -320,16 +334,22 @@ async def progress(server):
 
     async def body(session, init):
         started = time.monotonic()
-        r = await session.call_tool("shell_command", {"argv": ["sleep", "3"]}, progress_callback=on_progress)
+        r = await session.call_tool("shell_command", {"argv": ["python3", "drip.py"]}, progress_callback=on_progress)
         return r, started
     r, started = await session_for(server.url, on_session=body)
     values = [v for _, v, _ in seen]
     gaps = [b[0] - a[0] for a, b in zip(seen, seen[1:])]
-    check("progress notifications arrive during a 3-second command", not is_error(r) and len(seen) >= 2,
+    check("progress notifications arrive during a 3.5-second command", not is_error(r) and len(seen) >= 2,
           (text_of(r), seen))
     check("progress values increase (in order)", values == sorted(values) and len(set(values)) == len(values), values)
     check("progress comes at most about once a second", all(g >= 0.8 for g in gaps), gaps)
     check("progress says how long the command has run", all(m and "running for" in m for _, _, m in seen), seen)
+    written = [re.search(r"(\d+) bytes of output so far", m or "") for _, _, m in seen]
+    counts = [int(w.group(1)) for w in written if w]
+    check("progress says how many bytes of output so far", len(counts) == len(seen), seen)
+    check("the output bytes grow, in order, within what the command wrote",
+          counts == sorted(counts) and len(counts) >= 2 and counts[-1] > counts[0]
+          and counts[-1] <= 7007, counts)
 
 
 async def main_async(binary, top):

@@ -72,4 +72,8 @@ impl ProxySession for Session {
             })
             .collect()
     }
+
+    fn dropped(&self) -> u64 {
+        self.log.dropped()
+    }
 }

@@ -359,6 +359,25 @@ pub enum EgressError {
         /// What the parser said.
         message: String,
     },
+    /// A request head that did not arrive whole within `header_timeout_ms`
+    /// of the connection opening or the last answer (the connection is
+    /// closed).
+    #[error(
+        "refused a request whose head did not arrive whole within {limit_ms} ms (header_timeout_ms); send the whole head at once"
+    )]
+    RequestHeadTimeout {
+        /// The limit in milliseconds.
+        limit_ms: u64,
+    },
+    /// A request or tunnel whose connection to the proxy ended while its
+    /// name was being resolved, before any decision: nothing was sent.
+    #[error(
+        "did not decide on `{host}`: the connection to the proxy ended while the name was being resolved (the client left, or the command ended); nothing was sent"
+    )]
+    Undecided {
+        /// The host asked for.
+        host: String,
+    },
     /// An absolute-form request asking to switch protocols (a websocket),
     /// which the proxy does not forward.
     #[error(
@@ -484,6 +503,8 @@ impl EgressError {
             EgressError::RequestTooLarge { .. } => "size.request",
             EgressError::BadRequest { .. } => "request.malformed",
             EgressError::RequestHeadTooLarge { .. } => "size.request-head",
+            EgressError::RequestHeadTimeout { .. } => "time.request-head",
+            EgressError::Undecided { .. } => "undecided",
             EgressError::Upgrade { .. } => "upgrade",
             EgressError::Timeout { phase, .. } => phase.id(),
             EgressError::Dns { .. } => "dns",
@@ -504,6 +525,7 @@ impl EgressError {
         !matches!(
             self,
             EgressError::Dns { .. }
+                | EgressError::Undecided { .. }
                 | EgressError::Connect { .. }
                 | EgressError::Tls { .. }
                 | EgressError::Http { .. }

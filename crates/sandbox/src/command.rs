@@ -4,6 +4,8 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::output::OutputCounter;
+
 /// A command ready to run: the program's absolute path, the argv, the
 /// working directory, the whole environment, optional standard input, a
 /// timeout, and whether the program may start others. The sandbox runs it as given — no shell, no `PATH` search, no
@@ -32,6 +34,9 @@ pub struct SandboxCommand {
     /// ([`KernelRules::exec_only_program`](crate::kernel::KernelRules::exec_only_program)).
     /// `true` by default.
     pub runs_programs: bool,
+    /// Counts the output as it comes, for a host reporting progress
+    /// (`None`: not counted).
+    pub output_counter: Option<OutputCounter>,
 }
 
 impl SandboxCommand {
@@ -51,6 +56,7 @@ impl SandboxCommand {
             stdin: None,
             timeout: Duration::from_secs(30),
             runs_programs: true,
+            output_counter: None,
         }
     }
 
@@ -73,6 +79,13 @@ impl SandboxCommand {
     #[must_use]
     pub fn runs_programs(mut self, on: bool) -> Self {
         self.runs_programs = on;
+        self
+    }
+
+    /// Counts the bytes of output into `counter` as they come.
+    #[must_use]
+    pub fn count_output(mut self, counter: OutputCounter) -> Self {
+        self.output_counter = Some(counter);
         self
     }
 

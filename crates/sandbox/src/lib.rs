@@ -80,5 +80,6 @@ pub use command::SandboxCommand;
 pub use confinement::{Limits, Sandbox, SandboxBuilder};
 pub use error::SandboxError;
 pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
+pub use output::OutputCounter;
 pub use run::{Exit, RunResult, Truncated, ViewAvailability};
 pub use writeback::{Change, ChangeAction, Changes, RefusedChange, WriteBackDecider};

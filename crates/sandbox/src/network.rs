@@ -64,6 +64,24 @@ pub trait NetworkProxy: Send + Sync + std::fmt::Debug {
 pub trait ProxySession: Send {
     /// The connections the command asked for so far, oldest first.
     fn connections(&self) -> Vec<Connection>;
+
+    /// Connections not in [`ProxySession::connections`] because its limit
+    /// was reached (refusals and failures only: every allowed one is
+    /// listed). The default: none.
+    fn dropped(&self) -> u64 {
+        0
+    }
+}
+
+/// What a command's proxy recorded: the connections so far and how many
+/// were left out (`None`, `None` without a proxy).
+pub(crate) fn recorded(
+    session: Option<&dyn ProxySession>,
+) -> (Option<Vec<Connection>>, Option<u64>) {
+    match session {
+        Some(session) => (Some(session.connections()), Some(session.dropped())),
+        None => (None, None),
+    }
 }
 
 /// One request or tunnel a command asked the proxy for, and the decision.

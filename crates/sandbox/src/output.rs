@@ -1,5 +1,33 @@
 //! Capturing a stream up to a cap, and decoding it without cutting a
-//! character.
+//! character; counting what a running command wrote so far.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The bytes a running command has written so far to its standard output
+/// and error together (those kept and those cut at the cap), readable
+/// while it runs: for a host that reports a command's progress. Clones
+/// share the count.
+#[derive(Debug, Clone, Default)]
+pub struct OutputCounter(Arc<AtomicU64>);
+
+impl OutputCounter {
+    /// A count at zero.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The bytes written so far.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.0.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
 
 /// Bytes kept from one stream, and whether more were discarded.
 #[derive(Debug, Default)]
@@ -7,19 +35,25 @@ pub(crate) struct Capture {
     pub(crate) bytes: Vec<u8>,
     pub(crate) truncated: bool,
     cap: usize,
+    counter: Option<OutputCounter>,
 }
 
 impl Capture {
-    pub(crate) fn new(cap: u64) -> Self {
+    /// At most `cap` bytes kept; every byte counted into `counter`.
+    pub(crate) fn new(cap: u64, counter: Option<&OutputCounter>) -> Self {
         Self {
             bytes: Vec::new(),
             truncated: false,
             cap: usize::try_from(cap).unwrap_or(usize::MAX),
+            counter: counter.cloned(),
         }
     }
 
     /// Keep what fits under the cap; note that the rest was discarded.
     pub(crate) fn push(&mut self, chunk: &[u8]) {
+        if let Some(counter) = &self.counter {
+            counter.add(chunk.len());
+        }
         let room = self.cap.saturating_sub(self.bytes.len());
         let (kept, dropped) = chunk.split_at(room.min(chunk.len()));
         self.bytes.extend_from_slice(kept);
@@ -66,7 +100,7 @@ mod tests {
 
     #[test]
     fn cap_keeps_the_head_and_notes_the_rest() {
-        let mut c = Capture::new(5);
+        let mut c = Capture::new(5, None);
         c.push(b"abc");
         c.push(b"defgh");
         assert_eq!(c.bytes, b"abcde");
@@ -76,7 +110,7 @@ mod tests {
     #[test]
     fn a_character_cut_by_the_cap_is_dropped_whole() {
         for cap in 0..=7 {
-            let mut c = Capture::new(cap);
+            let mut c = Capture::new(cap, None);
             c.push("aé€😀".as_bytes()); // 1 + 2 + 3 + 4 bytes
             let text = c.text();
             assert!(!text.contains('\u{FFFD}'), "cap {cap}: {text:?}");
@@ -86,7 +120,7 @@ mod tests {
 
     #[test]
     fn invalid_bytes_inside_are_replaced() {
-        let mut c = Capture::new(100);
+        let mut c = Capture::new(100, None);
         c.push(b"a\xffb");
         assert_eq!(c.text(), "a\u{FFFD}b");
     }

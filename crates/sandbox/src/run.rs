@@ -12,7 +12,7 @@ use crate::command::SandboxCommand;
 use crate::confinement::Sandbox;
 use crate::error::SandboxError;
 use crate::kernel::{self, Enforcement, KernelRefusal, KernelRules};
-use crate::output::Capture;
+use crate::output::{Capture, OutputCounter};
 use crate::tree::ProcessTree;
 use crate::writeback::Changes;
 
@@ -100,6 +100,11 @@ pub struct RunResult {
     /// each decision (`None` when its network is not the proxy).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<Vec<crate::network::Connection>>,
+    /// Connections the proxy did not list in `connections` because its
+    /// limit was reached: refusals and failures only, every allowed one is
+    /// listed (`None` when its network is not the proxy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_dropped: Option<u64>,
 }
 
 impl Sandbox {
@@ -422,6 +427,7 @@ impl Sandbox {
             command.stdin.as_deref(),
             command.timeout,
             self.max_output_bytes,
+            command.output_counter.as_ref(),
             None,
         )
         .await
@@ -432,7 +438,8 @@ impl Sandbox {
         };
         if seatbelt.is_some() {
             let mut result = seatbelt_result(ran, started, command)?;
-            result.connections = proxy.map(|(_, session)| session.connections());
+            (result.connections, result.connections_dropped) =
+                crate::network::recorded(proxy.as_ref().map(|(_, s)| s.as_ref()));
             return Ok(result);
         }
         let (enforced, enforced_reason) = match landlock {
@@ -465,7 +472,8 @@ impl Sandbox {
             enforced_reason,
             None,
         );
-        result.connections = proxy.map(|(_, session)| session.connections());
+        (result.connections, result.connections_dropped) =
+            crate::network::recorded(proxy.as_ref().map(|(_, s)| s.as_ref()));
         Ok(result)
     }
 
@@ -671,13 +679,15 @@ impl Ran {
             enforced_reason,
             changes,
             connections: None,
+            connections_dropped: None,
         }
     }
 }
 
 /// Supervises `tree`: feeds its input, captures its output, waits for its
 /// first process, then kills what that process left running; at `timeout`
-/// kills the whole tree.
+/// kills the whole tree. The output's bytes are counted into `counter` as
+/// they come.
 ///
 /// With `finished`, the end is known sooner: once the output pipes are at
 /// their end, `finished` may say the child's work is done and give its
@@ -688,6 +698,7 @@ pub(crate) async fn supervise(
     input: Option<&[u8]>,
     timeout: Duration,
     max_output_bytes: u64,
+    counter: Option<&OutputCounter>,
     finished: Option<&Finished>,
 ) -> std::io::Result<Ran> {
     let mut tree = tree.into();
@@ -695,8 +706,8 @@ pub(crate) async fn supervise(
     let input = input.unwrap_or_default();
     let mut stdout = tree.take_stdout();
     let mut stderr = tree.take_stderr();
-    let mut out = Capture::new(max_output_bytes);
-    let mut err = Capture::new(max_output_bytes);
+    let mut out = Capture::new(max_output_bytes, counter);
+    let mut err = Capture::new(max_output_bytes, counter);
 
     let finished = {
         let work = async {

@@ -171,6 +171,7 @@ impl Sandbox {
             command.stdin.as_deref(),
             command.timeout,
             self.max_output_bytes,
+            command.output_counter.as_ref(),
             Some(&done),
         )
         .await
@@ -248,7 +249,8 @@ impl Sandbox {
             in_view_enforcement(landlock, self.allow_network)
         };
         let reason = kernel::exec_only_reason(reason, !command.runs_programs, landlock);
-        let connections = session.map(|s| s.connections());
+        let network = crate::network::recorded(session.as_deref());
+        drop(session);
         drop(staging);
         drop(cgroup);
         let mut result = ran.to_result(
@@ -260,7 +262,7 @@ impl Sandbox {
             reason,
             changes,
         );
-        result.connections = connections;
+        (result.connections, result.connections_dropped) = network;
         Ok(result)
     }
 }

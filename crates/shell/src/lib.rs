@@ -128,7 +128,7 @@ pub use agentcaps_sandbox::{Change, ChangeAction, Changes, RefusedChange, WriteB
 #[cfg(feature = "runner")]
 pub use agentcaps_sandbox::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
 #[cfg(feature = "runner")]
-pub use agentcaps_sandbox::{Exit, Limits, RunResult, Truncated};
+pub use agentcaps_sandbox::{Exit, Limits, OutputCounter, RunResult, Truncated};
 pub use config::{DEVELOPMENT_CACHES, Network, Preset, ShellPolicyConfig};
 pub use env::DEFAULT_INHERITED;
 pub use error::ShellError;

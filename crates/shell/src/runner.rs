@@ -3,7 +3,7 @@
 //! confinement its policy describes.
 
 use agentcaps_sandbox::kernel::{Enforcement, KernelRules};
-use agentcaps_sandbox::{RunResult, Sandbox, SandboxCommand};
+use agentcaps_sandbox::{OutputCounter, RunResult, Sandbox, SandboxCommand};
 
 use crate::error::ShellError;
 use crate::policy::ShellPolicy;
@@ -33,7 +33,8 @@ impl ShellPolicy {
     /// [`ShellPolicy::run`], asking `decider` about the run's changes
     /// refused only because they write a write-protected entry, before its
     /// write-back commits: the approved ones land with the rest, in one
-    /// commit; the others stay refused.
+    /// commit; the others stay refused. With `counter`, the command's output
+    /// is counted into it as it comes.
     ///
     /// # Errors
     ///
@@ -42,9 +43,29 @@ impl ShellPolicy {
         &self,
         command: ValidatedCommand,
         decider: std::sync::Arc<dyn agentcaps_sandbox::WriteBackDecider>,
+        counter: Option<OutputCounter>,
     ) -> Result<RunResult, ShellError> {
         let sandbox = self.sandbox_builder().write_back_decider(decider).build();
-        Ok(sandbox.run(command.into_sandbox()).await?)
+        let mut command = command.into_sandbox();
+        if let Some(counter) = counter {
+            command = command.count_output(counter);
+        }
+        Ok(sandbox.run(command).await?)
+    }
+
+    /// [`ShellPolicy::run`], counting the command's output into `counter`
+    /// as it comes (for a host that reports progress while it runs).
+    ///
+    /// # Errors
+    ///
+    /// As [`ShellPolicy::run`].
+    pub async fn run_counting_output(
+        &self,
+        command: ValidatedCommand,
+        counter: OutputCounter,
+    ) -> Result<RunResult, ShellError> {
+        let command = command.into_sandbox().count_output(counter);
+        Ok(self.sandbox().run(command).await?)
     }
 
     /// What a run of `command` would get here, without running it (for

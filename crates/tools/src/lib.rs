@@ -81,6 +81,7 @@ mod toolbox;
 #[cfg(unix)]
 mod walk;
 
+pub use agentcaps::shell::OutputCounter;
 pub use approval::{
     Action, Answer, AnswerFuture, ApprovalRecord, Approver, Question, Refuse, validate_command,
 };

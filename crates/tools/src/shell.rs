@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use agentcaps::Policy;
-use agentcaps::shell::{CommandRequest, Exit, RunResult, ShellError, ShellPolicy};
+use agentcaps::shell::{CommandRequest, Exit, OutputCounter, RunResult, ShellError, ShellPolicy};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -58,6 +58,11 @@ pub struct CommandOutput {
     /// the decision (`[shell] network = "proxy"`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connections: Option<Vec<CommandConnection>>,
+    /// Connections the proxy did not list in `connections` because its
+    /// limit was reached (refusals and failures only; every allowed one is
+    /// listed); absent when the network is not the proxy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections_dropped: Option<u64>,
 }
 
 /// One request or tunnel a command asked the network proxy for.
@@ -191,7 +196,20 @@ impl From<RunResult> for CommandOutput {
             connections: result
                 .connections
                 .map(|list| list.into_iter().map(CommandConnection::from).collect()),
+            connections_dropped: result.connections_dropped,
         }
+    }
+}
+
+impl CommandOutput {
+    /// What the result says of the connections its proxy left out of
+    /// `connections` (none when it left none out).
+    #[must_use]
+    pub fn dropped_note(&self) -> Option<String> {
+        let dropped = self.connections_dropped.filter(|n| *n > 0)?;
+        Some(format!(
+            "{dropped} more network proxy refusals and failures are not listed (the list is full; every allowed connection is in it)"
+        ))
     }
 }
 
@@ -223,6 +241,9 @@ impl crate::toolbox::Answer for CommandOutput {
             if cut {
                 crate::files::note(&mut text, &format!("{name} cut at the output limit"));
             }
+        }
+        if let Some(note) = self.dropped_note() {
+            crate::files::note(&mut text, &note);
         }
         text
     }
@@ -298,6 +319,7 @@ impl ShellTool {
         &self,
         input: inputs::ShellCommand,
         asking: &Asking<'_>,
+        counter: Option<&OutputCounter>,
     ) -> Result<CommandOutput, ToolError> {
         let action = || {
             let argv = match (&input.argv, &input.command) {
@@ -312,9 +334,15 @@ impl ShellTool {
         let validated = validate_asking(&self.policy, &request, &action, asking)
             .await
             .map_err(|stopped| stopped.into_error(|e| self.refused(e)))?;
-        let result = crate::approval::run_asking(&self.policy, validated, action(), asking)
-            .await
-            .map_err(|e| self.refused(e))?;
+        let result = crate::approval::run_asking(
+            &self.policy,
+            validated,
+            action(),
+            asking,
+            counter.cloned(),
+        )
+        .await
+        .map_err(|e| self.refused(e))?;
         Ok(result.into())
     }
 }

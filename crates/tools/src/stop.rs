@@ -1,10 +1,14 @@
 //! When a call must stop: the client cancelled it, or its time ran out.
 //! Long walks (listing, searching, reading many files) look at their
-//! [`Stop`] between steps.
+//! [`Stop`] between steps. A stop may also carry a counter that a command
+//! the call runs counts its output into, for the caller's progress
+//! reports.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use agentcaps::shell::OutputCounter;
 
 use crate::ToolError;
 
@@ -12,11 +16,13 @@ use crate::ToolError;
 /// (`truncated`).
 pub const DEFAULT_CALL_TIME: Duration = Duration::from_secs(10);
 
-/// A call's cancellation flag and deadline. Clones share the flag.
+/// A call's cancellation flag and deadline (and, when given, the counter
+/// of a command's output). Clones share the flag and the counter.
 #[derive(Debug, Clone)]
 pub struct Stop {
     cancelled: Arc<AtomicBool>,
     deadline: Instant,
+    output: Option<OutputCounter>,
 }
 
 impl Stop {
@@ -27,7 +33,22 @@ impl Stop {
         Self {
             cancelled: Arc::new(AtomicBool::new(false)),
             deadline: now.checked_add(limit).unwrap_or(now + DEFAULT_CALL_TIME),
+            output: None,
         }
+    }
+
+    /// This stop, with `counter` counting the bytes of output of a command
+    /// the call runs (`shell_command`) as they come, so that the caller
+    /// can report progress while it runs.
+    #[must_use]
+    pub fn counting_output(mut self, counter: OutputCounter) -> Self {
+        self.output = Some(counter);
+        self
+    }
+
+    /// The counter of a command's output, when one was given.
+    pub(crate) fn output_counter(&self) -> Option<&OutputCounter> {
+        self.output.as_ref()
     }
 
     /// Cancels the call (every clone sees it).

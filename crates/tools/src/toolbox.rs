@@ -323,7 +323,12 @@ impl Toolbox {
         match definition.id {
             ToolId::ShellCommand => {
                 let input = args(definition, arguments)?;
-                answer(self.inner.shell.run(input, &asking).await)
+                answer(
+                    self.inner
+                        .shell
+                        .run(input, &asking, stop.output_counter())
+                        .await,
+                )
             }
             ToolId::HttpRequest => {
                 let input = args(definition, arguments)?;

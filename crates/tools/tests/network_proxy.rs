@@ -369,3 +369,45 @@ fn stderr_tells_a_refusal_from_a_failure() {
         "{refused}"
     );
 }
+
+/// Past the proxy's limit of listed connections, refusals are counted in
+/// `connections_dropped` (and said on stderr) while an allowed request
+/// after them is still listed.
+#[test]
+fn refusals_past_the_limit_are_counted_and_the_allowed_request_is_listed() {
+    let tree = common::Tree::new();
+    let (port, hits) = server();
+    let policy = tree.policy(&format!(
+        "allowed_commands = [\"curl\"]\nnetwork = \"proxy\"\ntimeout_ms = 120000\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\n"
+    ));
+    // 10 005 refusals (curl's URL glob), then one allowed request.
+    let refused = format!("http://127.0.0.3:{port}/[1-10005]");
+    let allowed = format!("http://127.0.0.2:{port}/after-the-limit");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentcaps"))
+        .args(["run", "--json", "--policy"])
+        .arg(&policy)
+        .args(["--", "curl", "-s", &refused, &allowed])
+        .current_dir(&tree.root)
+        .output()
+        .expect("agentcaps runs");
+    let stdout: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("run --json prints JSON");
+    let run = &stdout["result"];
+    assert_eq!(run["timed_out"], false, "{run}");
+    let connections = run["connections"].as_array().expect("listed");
+    assert_eq!(connections.len(), 10_001, "{}", run["connections_dropped"]);
+    assert_eq!(run["connections_dropped"], 5, "{}", connections.len());
+    let last = connections.last().expect("an entry");
+    assert_eq!(
+        (last["decision"].as_str(), last["address"].as_str()),
+        (Some("allow"), Some(format!("127.0.0.2:{port}").as_str())),
+        "{last}"
+    );
+    assert_eq!(hits.load(Ordering::SeqCst), 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("agentcaps: 5 more network proxy refusals and failures are not listed"),
+        "{}",
+        stderr.lines().last().unwrap_or_default()
+    );
+}

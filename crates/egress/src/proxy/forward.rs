@@ -26,7 +26,8 @@ use tokio::net::TcpStream;
 use super::log::{Bytes, Logged, ProxyKind, ProxyOutcome};
 use super::wire::Wire;
 use super::{
-    MAX_RESPONSE_HEADERS, ProxyBody, Shared, dial, entry, failed, judge, refusal, refused_url,
+    MAX_RESPONSE_HEADERS, ProxyBody, Shared, before_decision, dial, entry, failed, judge, refusal,
+    refused_url,
 };
 use crate::error::{EgressError, Phase};
 use crate::headers::judge_meaning;
@@ -196,13 +197,17 @@ impl Body for Relayed {
     ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, hyper::Error>>> {
         let this = self.get_mut();
         let mut frame = Pin::new(&mut this.body).poll_frame(cx);
-        if frame.is_pending()
-            && let Some(up) = this.upstream.as_mut().filter(|_| !this.ended)
-        {
+        if let Some(up) = this.upstream.as_mut().filter(|_| !this.ended) {
+            // Pending: the connection reads the next piece now. Ready: it
+            // reads the one after while this one is written to the client
+            // (without it, reading upstream and writing to the client took
+            // turns, and a download ran about a fifth slower).
             if Pin::new(&mut up.connection).poll(cx).is_ready() {
                 this.ended = true;
             }
-            frame = Pin::new(&mut this.body).poll_frame(cx);
+            if frame.is_pending() {
+                frame = Pin::new(&mut this.body).poll_frame(cx);
+            }
         }
         if let Poll::Ready(None) = frame {
             this.finished = true;
@@ -343,7 +348,7 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     if let Err(e) = judge_headers(shared, &parts.headers) {
         return refusal(shared, log, &e);
     }
-    let addrs = match judge(shared, &verdict).await {
+    let addrs = match before_decision(shared, &log, judge(shared, &verdict)).await {
         Ok(a) => a,
         Err(e) => return refusal(shared, log, &e),
     };
@@ -529,7 +534,7 @@ async fn exchange(
         .map_err(|_| EgressError::Timeout {
             url: verdict.url().to_owned(),
             phase: Phase::Headers,
-            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            limit_ms: super::millis(limit),
         })?
         .map_err(|e| http_error(verdict, &e))
 }

@@ -116,6 +116,7 @@ async fn judged_http(
         let (shared, sender, host) = (serving.clone(), sender.clone(), host.clone());
         async move { Ok::<_, Infallible>(judged(&shared, &sender, &host, port, req).await) }
     });
+    let (client, unanswered) = Wire::heard(client);
     let served = server_builder(shared)
         .serve_connection(TokioIo::new(client), service)
         .with_upgrades()
@@ -127,6 +128,7 @@ async fn judged_http(
                 shared,
                 ProxyEntry::new(ProxyKind::Connect, "", &target.host, target.port),
                 &e,
+                unanswered.load(std::sync::atomic::Ordering::Relaxed),
             );
             if e.is_parse() || e.is_timeout() {
                 ProxyOutcome::Done
@@ -183,7 +185,7 @@ async fn judged(
             return answer(&EgressError::Timeout {
                 url,
                 phase: Phase::Headers,
-                limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+                limit_ms: super::millis(limit),
             });
         }
     };

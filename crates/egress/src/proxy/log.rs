@@ -224,6 +224,11 @@ impl ProxyLog {
         self.stopped.store(true, Ordering::SeqCst);
     }
 
+    /// Whether [`ProxyLog::stop`] was called.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
     fn snapshot(slot: &Slot) -> ProxyEntry {
         let mut entry = slot.entry.clone();
         entry.sent = slot.bytes.sent.load(Ordering::Relaxed);
@@ -302,7 +307,7 @@ impl Logged {
 impl Drop for Logged {
     fn drop(&mut self) {
         if !self.closed {
-            let outcome = if self.log.stopped.load(Ordering::SeqCst) {
+            let outcome = if self.log.is_stopped() {
                 ProxyOutcome::Stopped
             } else {
                 ProxyOutcome::ClientClosed

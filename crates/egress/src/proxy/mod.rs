@@ -21,7 +21,10 @@
 //!
 //! Client connections are bounded in time: a request head must arrive
 //! within `header_timeout_ms` of the connection opening or of the last
-//! response (an idle keep-alive connection is closed then too). An
+//! response (an idle keep-alive connection is closed then too; a head
+//! begun and not finished is logged, `time.request-head`). A request or
+//! tunnel whose client leaves while its name is resolved is logged too
+//! (`undecided`, nothing sent). An
 //! idempotent request without a body that fails on a reused upstream
 //! connection before any response byte is sent once more on a fresh one.
 //! Responses may carry up to [`MAX_RESPONSE_HEADERS`] header fields.
@@ -286,12 +289,19 @@ async fn serve_http(
         let shared = serving.clone();
         async move { Ok::<_, Infallible>(handle(shared, req).await) }
     });
+    let (stream, unanswered) = wire::Wire::heard(stream);
     let served = server_builder(&shared)
         .serve_connection(TokioIo::new(stream), service)
         .with_upgrades()
         .await;
     if let Err(e) = served {
-        unreadable(&shared, ProxyEntry::new(ProxyKind::Http, "", "", 0), &e);
+        let begun = unanswered.load(std::sync::atomic::Ordering::Relaxed);
+        unreadable(
+            &shared,
+            ProxyEntry::new(ProxyKind::Http, "", "", 0),
+            &e,
+            begun,
+        );
     }
 }
 
@@ -307,8 +317,11 @@ fn server_builder(shared: &Shared) -> server_http1::Builder {
 }
 
 /// Logs a request the server side could not read (hyper has answered it
-/// `400` or `431`); other ends of a connection are not requests.
-fn unreadable(shared: &Shared, mut entry: ProxyEntry, e: &hyper::Error) {
+/// `400` or `431`), or whose head did not come whole in time (`begun`:
+/// bytes of it came after the last answer; the connection is closed); other
+/// ends of a connection (an idle one closed by the same timeout among them)
+/// are not requests.
+fn unreadable(shared: &Shared, mut entry: ProxyEntry, e: &hyper::Error, begun: bool) {
     let e = if e.is_parse_too_large() {
         EgressError::RequestHeadTooLarge {
             message: e.to_string(),
@@ -317,11 +330,56 @@ fn unreadable(shared: &Shared, mut entry: ProxyEntry, e: &hyper::Error) {
         EgressError::BadRequest {
             message: e.to_string(),
         }
+    } else if e.is_timeout() && begun {
+        EgressError::RequestHeadTimeout {
+            limit_ms: millis(shared.policy().header_timeout),
+        }
     } else {
         return;
     };
     record(&mut entry, &e);
     shared.log.push(entry);
+}
+
+fn millis(limit: Duration) -> u64 {
+    u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Awaits `deciding` (the name being resolved). When the client's
+/// connection ends meanwhile (the future is dropped: the client left, or
+/// the proxy stopped), `entry` is logged as undecided, nothing sent.
+async fn before_decision<T>(
+    shared: &Shared,
+    entry: &ProxyEntry,
+    deciding: impl Future<Output = T>,
+) -> T {
+    struct Undecided<'a> {
+        log: &'a ProxyLog,
+        entry: Option<ProxyEntry>,
+    }
+    impl Drop for Undecided<'_> {
+        fn drop(&mut self) {
+            if let Some(mut entry) = self.entry.take() {
+                let e = EgressError::Undecided {
+                    host: entry.host.clone(),
+                };
+                record(&mut entry, &e);
+                entry.outcome = if self.log.is_stopped() {
+                    ProxyOutcome::Stopped
+                } else {
+                    ProxyOutcome::ClientClosed
+                };
+                self.log.push(entry);
+            }
+        }
+    }
+    let mut undecided = Undecided {
+        log: &shared.log,
+        entry: Some(entry.clone()),
+    };
+    let decided = deciding.await;
+    undecided.entry = None;
+    decided
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ProxyBody> {
@@ -473,6 +531,6 @@ async fn dial(
         .map_err(|_| EgressError::Timeout {
             url: url.to_owned(),
             phase: Phase::Connect,
-            limit_ms: u64::try_from(limit.as_millis()).unwrap_or(u64::MAX),
+            limit_ms: millis(limit),
         })?
 }

@@ -13,7 +13,7 @@ use hyper_util::rt::TokioIo;
 use super::inside::{self, Target};
 use super::log::ProxyKind;
 use super::wire::Wire;
-use super::{ProxyBody, Shared, dial, entry, failed, judge, refusal, refused_url};
+use super::{ProxyBody, Shared, before_decision, dial, entry, failed, judge, refusal, refused_url};
 use crate::error::EgressError;
 
 /// `CONNECT host:port`: judged as `https://host:port/` (every rule but
@@ -40,7 +40,7 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
         Err(e) => return refused_url(shared, log, &url, &e),
     };
     log.host = verdict.host();
-    let addrs = match judge(shared, &verdict).await {
+    let addrs = match before_decision(shared, &log, judge(shared, &verdict)).await {
         Ok(a) => a,
         Err(e) => return refusal(shared, log, &e),
     };

@@ -1,11 +1,13 @@
 //! Byte streams as the proxy sees them: a stream that counts what goes
 //! through it (an upstream connection's bytes go into the log), and gives
 //! back first the bytes read ahead of it (a tunnel's first bytes, read to
-//! tell TLS from cleartext HTTP).
+//! tell TLS from cleartext HTTP); and a client's stream that notes whether
+//! it sent bytes the proxy has not answered yet.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -13,12 +15,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::log::Bytes;
 
 /// A stream whose bytes are counted (what is read is `received`, what is
-/// written is `sent`), with bytes read ahead of it given back first.
+/// written is `sent`), with bytes read ahead of it given back first; or a
+/// client's stream that notes whether bytes came in since the proxy last
+/// wrote to it.
 pub(crate) struct Wire<S> {
     inner: S,
     bytes: Option<Arc<Bytes>>,
     ahead: Vec<u8>,
     at: usize,
+    unanswered: Option<Arc<AtomicBool>>,
 }
 
 impl<S> Wire<S> {
@@ -29,6 +34,7 @@ impl<S> Wire<S> {
             bytes: Some(bytes),
             ahead: Vec::new(),
             at: 0,
+            unanswered: None,
         }
     }
 
@@ -39,12 +45,35 @@ impl<S> Wire<S> {
             bytes: None,
             ahead,
             at: 0,
+            unanswered: None,
         }
     }
 
+    /// `inner`, and a flag it keeps: bytes came in since the last write.
+    /// When the header-read timeout closes a client's connection, that
+    /// tells a request head begun and never finished (listed) from a
+    /// connection that sat idle, new or after its last answer (not a
+    /// request).
+    pub(crate) fn heard(inner: S) -> (Wire<S>, Arc<AtomicBool>) {
+        let unanswered = Arc::new(AtomicBool::new(false));
+        let wire = Wire {
+            inner,
+            bytes: None,
+            ahead: Vec::new(),
+            at: 0,
+            unanswered: Some(unanswered.clone()),
+        };
+        (wire, unanswered)
+    }
+
     fn sent(&self, polled: &Poll<io::Result<usize>>) {
-        if let (Some(bytes), Poll::Ready(Ok(n))) = (&self.bytes, polled) {
-            bytes.add_sent(*n);
+        if let Poll::Ready(Ok(n)) = polled {
+            if let Some(bytes) = &self.bytes {
+                bytes.add_sent(*n);
+            }
+            if let Some(unanswered) = self.unanswered.as_ref().filter(|_| *n > 0) {
+                unanswered.store(false, Ordering::Relaxed);
+            }
         }
     }
 }
@@ -64,8 +93,12 @@ impl<S: AsyncRead + Unpin> AsyncRead for Wire<S> {
         }
         let before = buf.filled().len();
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        let n = buf.filled().len().saturating_sub(before);
         if let Some(bytes) = &this.bytes {
-            bytes.add_received(buf.filled().len().saturating_sub(before));
+            bytes.add_received(n);
+        }
+        if let Some(unanswered) = this.unanswered.as_ref().filter(|_| n > 0) {
+            unanswered.store(true, Ordering::Relaxed);
         }
         polled
     }

@@ -98,6 +98,7 @@ fn all_refusals() -> Vec<EgressError> {
             max: 65536,
         },
         EgressError::RequestTooLarge { len: 20, max: 10 },
+        EgressError::RequestHeadTimeout { limit_ms: 30000 },
         EgressError::Timeout {
             url: "https://example.com/".into(),
             phase: Phase::Total,

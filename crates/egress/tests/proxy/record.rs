@@ -378,3 +378,121 @@ async fn a_refusal_and_a_failure_are_told_apart() {
         assert_eq!(last.outcome, outcome, "{last:#?}");
     }
 }
+
+/// A proxy whose DNS (the test's server) never answers `slow.example.com`
+/// within the test, so the decision is still being made.
+async fn deciding_slowly() -> (DnsServer, agentcaps_egress::proxy::Proxy) {
+    let dns = DnsServer::start().await;
+    dns.set_silent("slow.example.com");
+    let mut config = policy(&dns, &["127.0.0.2/32"], &[8080]);
+    config.dns_timeout_ms = 30_000;
+    let proxy = proxy(&config).await;
+    (dns, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_while_the_name_is_resolved_is_listed() {
+    for request in [
+        "GET http://slow.example.com:8080/left-early HTTP/1.1\r\nHost: x\r\n\r\n",
+        "CONNECT slow.example.com:8080 HTTP/1.1\r\nHost: x\r\n\r\n",
+    ] {
+        let (dns, proxy) = deciding_slowly().await;
+        let stream = sent(&proxy, request).await;
+        eventually("the name is being resolved", || {
+            dns.queries("slow.example.com") > 0
+        })
+        .await;
+        assert!(proxy.log().entries().is_empty(), "not decided yet");
+        drop(stream);
+        let log = proxy.log();
+        eventually("the leaving recorded", || !log.entries().is_empty()).await;
+        let entry = entry_for(&proxy, "slow.example.com");
+        assert_eq!(
+            (
+                entry.decision,
+                entry.outcome,
+                entry.rule.as_str(),
+                entry.address,
+                entry.port
+            ),
+            (
+                ProxyDecision::Error,
+                ProxyOutcome::ClientClosed,
+                "undecided",
+                None,
+                8080
+            ),
+            "{request}: {entry:#?}"
+        );
+        assert!(entry.reason.contains("nothing was sent"), "{entry:#?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_stopped_while_the_name_is_resolved_lists_the_request() {
+    let (dns, proxy) = deciding_slowly().await;
+    let log = proxy.log();
+    let _stream = sent(
+        &proxy,
+        "GET http://slow.example.com:8080/ HTTP/1.1\r\nHost: x\r\n\r\n",
+    )
+    .await;
+    eventually("the name is being resolved", || {
+        dns.queries("slow.example.com") > 0
+    })
+    .await;
+    drop(proxy);
+    eventually("the stop recorded", || !log.entries().is_empty()).await;
+    let entry = &log.entries()[0];
+    assert_eq!(
+        (entry.decision, entry.outcome, entry.rule.as_str()),
+        (ProxyDecision::Error, ProxyOutcome::Stopped, "undecided"),
+        "{entry:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_sent_request_head_that_times_out_is_listed_and_an_idle_connection_is_not() {
+    let dns = DnsServer::start().await;
+    let mut config = policy(&dns, &["127.0.0.2/32"], &[8080]);
+    config.header_timeout_ms = 500;
+    let proxy = proxy(&config).await;
+    let mut half = sent(
+        &proxy,
+        "GET http://allowed.example.com:8080/ HTTP/1.1\r\nHost: x\r\n",
+    )
+    .await;
+    let mut idle = sent(&proxy, "").await;
+    let mut buf = [0u8; 256];
+    for stream in [&mut half, &mut idle] {
+        let closed = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::io::AsyncReadExt::read(stream, &mut buf),
+        )
+        .await;
+        assert!(matches!(closed, Ok(Ok(0) | Err(_))), "{closed:?}");
+    }
+    let log = proxy.log();
+    eventually("the half-sent head listed", || !log.entries().is_empty()).await;
+    // The idle connection was closed as well; give its entry (there must be
+    // none) the same time to appear.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let entries = log.entries();
+    assert_eq!(entries.len(), 1, "{entries:#?}");
+    assert_eq!(
+        (
+            entries[0].kind,
+            entries[0].decision,
+            entries[0].rule.as_str(),
+            entries[0].outcome
+        ),
+        (
+            ProxyKind::Http,
+            ProxyDecision::Deny,
+            "time.request-head",
+            ProxyOutcome::Done
+        ),
+        "{entries:#?}"
+    );
+    assert!(entries[0].reason.contains("500 ms"), "{entries:#?}");
+}

@@ -18,7 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentcaps::shell::{
-    RefusedChange, RunResult, ShellError, ShellPolicy, ValidatedCommand, WriteBackDecider,
+    OutputCounter, RefusedChange, RunResult, ShellError, ShellPolicy, ValidatedCommand,
+    WriteBackDecider,
 };
 use tokio::sync::mpsc;
 
@@ -69,11 +70,15 @@ pub(crate) async fn run_asking(
     validated: ValidatedCommand,
     command: Option<Action>,
     asking: &Asking<'_>,
+    counter: Option<OutputCounter>,
 ) -> Result<RunResult, ShellError> {
     let multi = tokio::runtime::Handle::try_current()
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
     let Some(command) = command.filter(|_| asking.asks(RULE) && multi) else {
-        return policy.run(validated).await;
+        return match counter {
+            Some(counter) => policy.run_counting_output(validated, counter).await,
+            None => policy.run(validated).await,
+        };
     };
     let (questions, mut asked) = mpsc::unbounded_channel();
     let decider = Arc::new(Handing {
@@ -82,7 +87,7 @@ pub(crate) async fn run_asking(
     });
     let policy = policy.clone();
     let mut run = Aborting(tokio::spawn(async move {
-        policy.run_deciding(validated, decider).await
+        policy.run_deciding(validated, decider, counter).await
     }));
     loop {
         tokio::select! {

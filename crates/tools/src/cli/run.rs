@@ -117,6 +117,9 @@ pub(crate) fn run(args: &RunArgs) -> Outcome {
                     c.method, c.host, c.port, c.rule, c.reason
                 );
             }
+            if let Some(note) = result.dropped_note() {
+                eprintln!("agentcaps: {note}");
+            }
             if let Some(reason) = &result.enforced_reason {
                 eprintln!("agentcaps: enforcement {}: {reason}", result.enforced);
             }

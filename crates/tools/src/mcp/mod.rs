@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 
 use crate::calllog::CallLog;
 use crate::toolbox::CallRecord;
-use crate::{Stop, ToolError, ToolHints, Toolbox};
+use crate::{OutputCounter, Stop, ToolError, ToolHints, Toolbox};
 
 pub use http::{HttpOptions, MCP_PATH};
 use session::{Served, Session};
@@ -149,13 +149,14 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let arguments = arguments.map_or(Value::Null, wire::restore_arguments);
-        let stop = Stop::default();
+        let output = OutputCounter::new();
+        let stop = Stop::default().counting_output(output.clone());
         let started = std::time::Instant::now();
         let cancelled = context.ct.cancelled_owned();
         let _progress = (name == "shell_command")
             .then(|| context.meta.get_progress_token())
             .flatten()
-            .map(|token| progress::Ticker::start(context.peer.clone(), token));
+            .map(|token| progress::Ticker::start(context.peer.clone(), token, output));
         let approver = elicit::ClientApprover::new(context.peer.clone());
         let call = async {
             match self.session.served(&context.peer).await {
