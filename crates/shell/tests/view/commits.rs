@@ -364,3 +364,70 @@ fn a_write_under_an_ordinary_name_that_a_host_link_makes_a_protected_one_is_refu
     assert_eq!(project.read("cfg/notes.txt").as_deref(), Some("ordinary\n"));
     assert!(applied(&result, "cfg/notes.txt"), "{changes:#?}");
 }
+
+#[test]
+fn a_file_becomes_a_directory_and_directories_become_a_file_and_a_link() {
+    let project = Project::new();
+    project.write("f", "a file\n");
+    project.write("d/a", "old a\n");
+    project.write("d/sub/b", "old b\n");
+    project.write("e/x", "old x\n");
+    let policy = project
+        .policy()
+        .allow_command("ln")
+        .build()
+        .expect("policy");
+    let result = project.sh(
+        &policy,
+        "rm f; mkdir f; echo in > f/inner; rm -rf d; echo now-a-file > d; \
+         rm -rf e; ln -s README.md e; echo other > other.txt",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert_eq!(project.read("f/inner").as_deref(), Some("in\n"));
+    assert_eq!(project.read("d").as_deref(), Some("now-a-file\n"));
+    assert_eq!(
+        std::fs::read_link(project.root.join("e")).expect("e is a link"),
+        std::path::Path::new("README.md")
+    );
+    assert_eq!(project.read("other.txt").as_deref(), Some("other\n"));
+    for (path, action) in [("f", "create"), ("d", "modify"), ("e", "link")] {
+        assert_eq!(
+            crate::support::applied_action(changes, path),
+            Some(action),
+            "{path}: {changes:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_removed_tree_holding_names_that_are_not_utf8_is_removed_whole() {
+    use std::os::unix::ffi::OsStrExt;
+    let project = Project::new();
+    let odd = std::ffi::OsStr::from_bytes(b"\xff.bin");
+    let deep = project
+        .root
+        .join("t/deep")
+        .join(std::ffi::OsStr::from_bytes(b"\xfe"));
+    std::fs::create_dir_all(&deep).expect("deep");
+    std::fs::write(project.root.join("t").join(odd), "odd\n").expect("odd");
+    std::fs::write(deep.join("x"), "x\n").expect("x");
+    project.write("t/plain.txt", "plain\n");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(&policy, "rm -rf t; echo y > kept.txt");
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert!(
+        std::fs::symlink_metadata(project.root.join("t")).is_err(),
+        "t is gone: {changes:#?}"
+    );
+    assert_eq!(project.read("kept.txt").as_deref(), Some("y\n"));
+    // Nothing was left beside it.
+    let names: Vec<_> = std::fs::read_dir(&project.root)
+        .expect("root")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".agentcaps"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
