@@ -820,23 +820,34 @@ impl Beneath {
     /// A refusal for [`Access::Write`], [`PathError::Changed`] for a
     /// directory (left in place), or I/O.
     pub fn set_aside(&self, base: &Path, spelling: &str) -> Result<SetAside, PathError> {
+        self.set_aside_as(base, spelling, false)
+    }
+
+    /// Moves the entry at the path aside; puts it back and refuses it as
+    /// [`PathError::Changed`] unless it is a directory exactly when `dir`.
+    fn set_aside_as(&self, base: &Path, spelling: &str, dir: bool) -> Result<SetAside, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
-        let (dir, name) = self.parent(&target)?;
+        let (parent, name) = self.parent(&target)?;
         let (temp, ()) =
-            with_temp_name(|temp| sys::rename_at(&dir, &name, &dir, temp, Rename::NoReplace))
+            with_temp_name(|temp| sys::rename_at(&parent, &name, &parent, temp, Rename::NoReplace))
                 .map_err(|failed| io("rename", &target.location, failed))?;
-        let directory = is_directory(&dir, &temp);
+        let directory = is_directory(&parent, &temp);
         let aside = SetAside {
-            dir,
+            dir: parent,
             kept: Kept::Name(temp),
             name,
             target: target.location,
             replaced: false,
         };
-        if directory {
+        if directory != dir {
             let location = aside.target.clone();
             self.restore(aside)?;
-            return Err(changed(spelling, &location, "it is a directory"));
+            let detail = if dir {
+                "it is not a directory"
+            } else {
+                "it is a directory"
+            };
+            return Err(changed(spelling, &location, detail));
         }
         self.synced(aside)
     }
@@ -851,25 +862,7 @@ impl Beneath {
     /// A refusal for [`Access::Write`], [`PathError::Changed`] for an entry
     /// that is not a directory (left in place), or I/O.
     pub fn set_aside_dir(&self, base: &Path, spelling: &str) -> Result<SetAside, PathError> {
-        let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
-        let (dir, name) = self.parent(&target)?;
-        let (temp, ()) =
-            with_temp_name(|temp| sys::rename_at(&dir, &name, &dir, temp, Rename::NoReplace))
-                .map_err(|failed| io("rename", &target.location, failed))?;
-        let directory = is_directory(&dir, &temp);
-        let aside = SetAside {
-            dir,
-            kept: Kept::Name(temp),
-            name,
-            target: target.location,
-            replaced: false,
-        };
-        if !directory {
-            let location = aside.target.clone();
-            self.restore(aside)?;
-            return Err(changed(spelling, &location, "it is not a directory"));
-        }
-        self.synced(aside)
+        self.set_aside_as(base, spelling, true)
     }
 
     /// [`Beneath::set_aside`], only while the file there is still the
