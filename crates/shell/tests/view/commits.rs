@@ -431,3 +431,69 @@ fn a_removed_tree_holding_names_that_are_not_utf8_is_removed_whole() {
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+/// The variable that marks this test binary's re-run for one measurement.
+const MEASURING: &str = "AGENTCAPS_TEST_MEASURING";
+
+/// A line of `/proc/self/status` in KiB (`VmHWM`, `VmRSS`).
+fn status_kib(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("a figure in KiB")
+}
+
+#[test]
+fn a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory() {
+    const NAME: &str = "commits::a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory";
+    if std::env::var_os(MEASURING).is_none() {
+        // Measured alone, in a process of its own: the peak is this run's.
+        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(MEASURING, "1")
+            .output()
+            .expect("re-run");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "the re-run ran no test: {text}");
+        for line in text.lines().filter(|l| l.starts_with("peak resident set")) {
+            eprintln!("{line}");
+        }
+        return;
+    }
+    use std::io::Write;
+    let project = Project::new();
+    let mut big = std::fs::File::create(project.root.join("big.bin")).expect("big");
+    let chunk: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+    for _ in 0..150 {
+        big.write_all(&chunk).expect("write");
+    }
+    drop(big);
+    let policy = project.policy().build().expect("policy");
+    // Warm up (the first run loads what every run needs), then reset the
+    // peak to what is resident now.
+    project.sh(&policy, "echo warm > warm.txt");
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak");
+    let baseline = status_kib("VmRSS");
+    let result = project.sh(
+        &policy,
+        "exec 3<>big.bin; exec 3>&-; echo opened > done.txt",
+    );
+    let peak = status_kib("VmHWM");
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(applied(&result, "done.txt"), "{changes:#?}");
+    assert!(
+        changes.applied.iter().all(|c| c.path != "big.bin")
+            && changes.refused.iter().all(|c| c.path != "big.bin"),
+        "opening it is no change: {changes:#?}"
+    );
+    let above = peak.saturating_sub(baseline);
+    eprintln!("peak resident set {peak} KiB, baseline {baseline} KiB: {above} KiB above");
+    assert!(above < 64 * 1024, "{above} KiB above the baseline");
+}
