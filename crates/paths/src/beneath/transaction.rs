@@ -210,6 +210,34 @@ fn remove_quietly(dir: &Dir, name: &OsStr) {
 }
 
 /// Whether `name` in `dir` is a directory (not following a link).
+/// Removes the directory `name` of `dir` with everything beneath it, by
+/// handle and with two directories open at a time, whatever the depth:
+/// each subdirectory's entries are moved up into the top one (under
+/// temporary names) before it is removed, until the top one is empty.
+fn remove_tree_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
+    let top = sys::open_dir_at(dir, name)?;
+    loop {
+        let entries = sys::read_dir(&top)?;
+        if entries.is_empty() {
+            break;
+        }
+        for (entry, kind) in entries {
+            if kind != EntryKind::Dir {
+                sys::remove_file_at(&top, &entry)?;
+                continue;
+            }
+            let sub = sys::open_dir_at(&top, &entry)?;
+            for (inner, _) in sys::read_dir(&sub)? {
+                with_temp_name(|temp| sys::rename_at(&sub, &inner, &top, temp, Rename::NoReplace))?;
+            }
+            drop(sub);
+            sys::remove_dir_at(&top, &entry)?;
+        }
+    }
+    drop(top);
+    sys::remove_dir_at(dir, name)
+}
+
 fn is_directory(dir: &Dir, name: &OsStr) -> bool {
     sys::stat_at(dir, name).is_ok_and(|st| st.kind == EntryKind::Dir)
 }
@@ -792,25 +820,49 @@ impl Beneath {
     /// A refusal for [`Access::Write`], [`PathError::Changed`] for a
     /// directory (left in place), or I/O.
     pub fn set_aside(&self, base: &Path, spelling: &str) -> Result<SetAside, PathError> {
+        self.set_aside_as(base, spelling, false)
+    }
+
+    /// Moves the entry at the path aside; puts it back and refuses it as
+    /// [`PathError::Changed`] unless it is a directory exactly when `dir`.
+    fn set_aside_as(&self, base: &Path, spelling: &str, dir: bool) -> Result<SetAside, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
-        let (dir, name) = self.parent(&target)?;
+        let (parent, name) = self.parent(&target)?;
         let (temp, ()) =
-            with_temp_name(|temp| sys::rename_at(&dir, &name, &dir, temp, Rename::NoReplace))
+            with_temp_name(|temp| sys::rename_at(&parent, &name, &parent, temp, Rename::NoReplace))
                 .map_err(|failed| io("rename", &target.location, failed))?;
-        let directory = is_directory(&dir, &temp);
+        let directory = is_directory(&parent, &temp);
         let aside = SetAside {
-            dir,
+            dir: parent,
             kept: Kept::Name(temp),
             name,
             target: target.location,
             replaced: false,
         };
-        if directory {
+        if directory != dir {
             let location = aside.target.clone();
             self.restore(aside)?;
-            return Err(changed(spelling, &location, "it is a directory"));
+            let detail = if dir {
+                "it is not a directory"
+            } else {
+                "it is a directory"
+            };
+            return Err(changed(spelling, &location, detail));
         }
         self.synced(aside)
+    }
+
+    /// Move the directory at the path aside, whole, by one rename under a
+    /// temporary name in the same directory: gone from its place with
+    /// everything beneath it (whatever the names or the depth), restorable
+    /// by [`Beneath::restore`] until [`Beneath::release`] removes it.
+    ///
+    /// # Errors
+    ///
+    /// A refusal for [`Access::Write`], [`PathError::Changed`] for an entry
+    /// that is not a directory (left in place), or I/O.
+    pub fn set_aside_dir(&self, base: &Path, spelling: &str) -> Result<SetAside, PathError> {
+        self.set_aside_as(base, spelling, true)
     }
 
     /// [`Beneath::set_aside`], only while the file there is still the
@@ -893,6 +945,10 @@ impl Beneath {
         };
         // Not synced: the tree is already as it should be; a temporary file
         // a crash brings back holds only old content.
+        if is_directory(&aside.dir, temp) {
+            return remove_tree_at(&aside.dir, temp)
+                .map_err(|failed| io("remove", &aside.target, failed));
+        }
         sys::remove_file_at(&aside.dir, temp).map_err(|failed| io("remove", &aside.target, failed))
     }
 

@@ -8,10 +8,11 @@
 //! 3. In order: exchange each staged file with the file it replaces (kept
 //!    aside under a temporary name), rename each new one into place
 //!    (refusing one that appeared meanwhile), move each deleted entry
-//!    aside. A failure here puts every file kept aside back, removes every
-//!    new one and the new directories, newest first.
-//! 4. Once all is in place, the files kept aside are removed, then the
-//!    directories deleted whole.
+//!    aside (a directory whole, by one rename). A failure here puts
+//!    everything kept aside back, removes every new one and the new
+//!    directories, newest first.
+//! 4. Once all is in place, what was kept aside is removed (a directory
+//!    by handle, whatever its names and depth).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -62,6 +63,8 @@ pub(crate) struct RootOps<'a> {
     /// is the old half of a rename (looked up per change: sets, so that
     /// the bookkeeping stays O(N log N)).
     removed_files: BTreeSet<String>,
+    /// Where a directory is removed (to make room for a file or link).
+    removed_dirs: BTreeSet<String>,
     /// Where something other than a delete happens.
     placed: BTreeSet<String>,
     /// Where renamed files were.
@@ -72,6 +75,7 @@ impl<'a> RootOps<'a> {
     /// One root's changes, with their lookups.
     pub(crate) fn new(root: &'a Path, ops: Vec<Op>) -> Self {
         let mut removed_files = BTreeSet::new();
+        let mut removed_dirs = BTreeSet::new();
         let mut placed = BTreeSet::new();
         let mut renamed_from = BTreeSet::new();
         for op in &ops {
@@ -79,7 +83,9 @@ impl<'a> RootOps<'a> {
                 Op::Delete { rel, dir: false } => {
                     removed_files.insert(rel.clone());
                 }
-                Op::Delete { .. } => {}
+                Op::Delete { rel, dir: true } => {
+                    removed_dirs.insert(rel.clone());
+                }
                 other => {
                     placed.insert(other.rel().to_owned());
                 }
@@ -92,6 +98,7 @@ impl<'a> RootOps<'a> {
             root,
             ops,
             removed_files,
+            removed_dirs,
             placed,
             renamed_from,
         }
@@ -174,12 +181,9 @@ pub(crate) fn commit(
     let mut undo = Undo::default();
     let mut steps = Steps { taken: 0, fault };
     match apply(beneath, roots, &mut undo, &mut steps) {
-        Ok(removed_dirs) => {
+        Ok(()) => {
             for aside in undo.aside {
                 let _ = beneath.release(aside);
-            }
-            for (root, rel) in removed_dirs.iter().rev() {
-                let _ = remove_tree(beneath, root, rel);
             }
             // New directories get their own mode last, deepest first (one
             // the command made read-only still took its entries).
@@ -196,8 +200,8 @@ pub(crate) fn commit(
                     r.ops.iter().filter_map(|op| {
                         // A delete that makes room for a new entry is part
                         // of that entry's change.
-                        let replaced_by_next = matches!(op, Op::Delete { dir: false, .. })
-                            && r.placed.contains(op.rel());
+                        let replaced_by_next =
+                            matches!(op, Op::Delete { .. }) && r.placed.contains(op.rel());
                         // The delete half of a rename is the rename.
                         let moved = matches!(op, Op::Delete { dir: false, .. })
                             && r.renamed_from.contains(op.rel());
@@ -225,13 +229,13 @@ pub(crate) fn commit(
     }
 }
 
-/// Steps 1 to 3; returns the directories to remove in step 4.
+/// Steps 1 to 3.
 fn apply(
     beneath: &Beneath,
     roots: &[RootOps<'_>],
     undo: &mut Undo,
     steps: &mut Steps,
-) -> Result<Vec<(PathBuf, String)>, Failed> {
+) -> Result<(), Failed> {
     // 1. Directories.
     for (r, root) in roots.iter().enumerate() {
         for (i, op) in root.ops.iter().enumerate() {
@@ -257,7 +261,6 @@ fn apply(
         return Err(error);
     }
     // 3. In place.
-    let mut removed_dirs = Vec::new();
     let mut staged = staged.into_iter();
     let mut failure = None;
     'roots: for (r, root) in roots.iter().enumerate() {
@@ -267,7 +270,7 @@ fn apply(
             } else {
                 None
             };
-            if let Err(error) = place(beneath, root, op, file, undo, steps, &mut removed_dirs) {
+            if let Err(error) = place(beneath, root, op, file, undo, steps) {
                 failure = Some(at(r, i)(error));
                 break 'roots;
             }
@@ -279,7 +282,7 @@ fn apply(
         }
         return Err(error);
     }
-    Ok(removed_dirs)
+    Ok(())
 }
 
 /// Whether a new entry at `rel` can only be made once the file or link at
@@ -302,7 +305,7 @@ fn replaced_first(root: &RootOps<'_>, rel: &str) -> bool {
 /// Whether the new entry at `rel` can only be staged once the entry there
 /// now is out of the way.
 fn staged_late(root: &RootOps<'_>, rel: &str) -> bool {
-    replaced_first(root, rel)
+    replaced_first(root, rel) || root.removed_dirs.contains(rel)
 }
 
 fn stage_all(
@@ -386,7 +389,6 @@ fn place(
     file: Option<Staged>,
     undo: &mut Undo,
     steps: &mut Steps,
-    removed_dirs: &mut Vec<(PathBuf, String)>,
 ) -> Result<(), Failure> {
     let base = root.root;
     let staged_now = |steps: &mut Steps| -> Result<Staged, Failure> {
@@ -433,49 +435,11 @@ fn place(
                 .push(beneath.set_aside(base, rel).map_err(failed)?);
         }
         Op::Delete { rel, dir: true } => {
-            set_aside_tree(beneath, base, rel, undo, steps)?;
-            removed_dirs.push((base.to_path_buf(), rel.clone()));
-        }
-    }
-    Ok(())
-}
-
-/// Moves aside every file beneath the directory `rel` (the directories
-/// themselves are removed once everything is in place).
-fn set_aside_tree(
-    beneath: &Beneath,
-    base: &Path,
-    rel: &str,
-    undo: &mut Undo,
-    steps: &mut Steps,
-) -> Result<(), Failure> {
-    for entry in beneath.list(base, rel).map_err(failed)? {
-        let Some(name) = entry.name.to_str() else {
-            return Err(format!(
-                "{}: an entry whose name is not UTF-8 cannot be removed",
-                base.join(rel).display()
-            ));
-        };
-        let child = format!("{rel}/{name}");
-        if entry.kind == agentcaps_paths::EntryKind::Dir {
-            set_aside_tree(beneath, base, &child, undo, steps)?;
-        } else {
+            // Whole, by one rename: whatever its names or depth.
             steps.next()?;
             undo.aside
-                .push(beneath.set_aside(base, &child).map_err(failed)?);
+                .push(beneath.set_aside_dir(base, rel).map_err(failed)?);
         }
     }
     Ok(())
-}
-
-/// Removes the (now empty of files) directory tree at `rel`, deepest first.
-fn remove_tree(beneath: &Beneath, base: &Path, rel: &str) -> Result<(), Failure> {
-    for entry in beneath.list(base, rel).map_err(failed)? {
-        if entry.kind == agentcaps_paths::EntryKind::Dir
-            && let Some(name) = entry.name.to_str()
-        {
-            remove_tree(beneath, base, &format!("{rel}/{name}"))?;
-        }
-    }
-    beneath.remove_dir(base, rel).map_err(failed)
 }

@@ -272,16 +272,28 @@ pub(crate) fn judge(
                     .and_then(|()| judge_link_target(policy, root, &entry.rel, target));
                 match verdict {
                     Ok(()) => {
-                        if matches!(entry.lower, Lower::Dir { .. } | Lower::Other) {
+                        if entry.lower == Lower::Other {
                             refuse(
                                 ChangeAction::Link,
                                 (
                                     Rule::ReplacesDirectory.id(),
-                                    "a link may not take the place of a directory or special file"
-                                        .to_owned(),
+                                    "a link may not take the place of a special file".to_owned(),
                                 ),
                             );
                             continue;
+                        }
+                        if matches!(entry.lower, Lower::Dir { .. }) {
+                            // The directory goes, with all beneath it.
+                            match judge_tree_removal(policy, root, &entry.rel, how) {
+                                Ok(()) => judged.ops.push(Op::Delete {
+                                    rel: rel.clone(),
+                                    dir: true,
+                                }),
+                                Err(why) => {
+                                    refuse(ChangeAction::Link, why);
+                                    continue;
+                                }
+                            }
                         }
                         if matches!(entry.lower, Lower::File { .. }) {
                             judged.ops.push(Op::Delete {
@@ -363,13 +375,26 @@ pub(crate) fn judge(
                         });
                         Some(ChangeAction::Modify)
                     }
-                    Lower::Dir { .. } | Lower::Other => {
+                    Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel, how) {
+                        // The directory goes, with all beneath it.
+                        Ok(()) => {
+                            judged.ops.push(Op::Delete {
+                                rel: rel.clone(),
+                                dir: true,
+                            });
+                            Some(ChangeAction::Modify)
+                        }
+                        Err(why) => {
+                            refuse(ChangeAction::Modify, why);
+                            None
+                        }
+                    },
+                    Lower::Other => {
                         refuse(
                             ChangeAction::Modify,
                             (
                                 Rule::ReplacesDirectory.id(),
-                                "a file may not take the place of a directory or special file"
-                                    .to_owned(),
+                                "a file may not take the place of a special file".to_owned(),
                             ),
                         );
                         None

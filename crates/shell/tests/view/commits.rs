@@ -364,3 +364,136 @@ fn a_write_under_an_ordinary_name_that_a_host_link_makes_a_protected_one_is_refu
     assert_eq!(project.read("cfg/notes.txt").as_deref(), Some("ordinary\n"));
     assert!(applied(&result, "cfg/notes.txt"), "{changes:#?}");
 }
+
+#[test]
+fn a_file_becomes_a_directory_and_directories_become_a_file_and_a_link() {
+    let project = Project::new();
+    project.write("f", "a file\n");
+    project.write("d/a", "old a\n");
+    project.write("d/sub/b", "old b\n");
+    project.write("e/x", "old x\n");
+    let policy = project
+        .policy()
+        .allow_command("ln")
+        .build()
+        .expect("policy");
+    let result = project.sh(
+        &policy,
+        "rm f; mkdir f; echo in > f/inner; rm -rf d; echo now-a-file > d; \
+         rm -rf e; ln -s README.md e; echo other > other.txt",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert_eq!(project.read("f/inner").as_deref(), Some("in\n"));
+    assert_eq!(project.read("d").as_deref(), Some("now-a-file\n"));
+    assert_eq!(
+        std::fs::read_link(project.root.join("e")).expect("e is a link"),
+        std::path::Path::new("README.md")
+    );
+    assert_eq!(project.read("other.txt").as_deref(), Some("other\n"));
+    for (path, action) in [("f", "create"), ("d", "modify"), ("e", "link")] {
+        assert_eq!(
+            crate::support::applied_action(changes, path),
+            Some(action),
+            "{path}: {changes:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_removed_tree_holding_names_that_are_not_utf8_is_removed_whole() {
+    use std::os::unix::ffi::OsStrExt;
+    let project = Project::new();
+    let odd = std::ffi::OsStr::from_bytes(b"\xff.bin");
+    let deep = project
+        .root
+        .join("t/deep")
+        .join(std::ffi::OsStr::from_bytes(b"\xfe"));
+    std::fs::create_dir_all(&deep).expect("deep");
+    std::fs::write(project.root.join("t").join(odd), "odd\n").expect("odd");
+    std::fs::write(deep.join("x"), "x\n").expect("x");
+    project.write("t/plain.txt", "plain\n");
+    let policy = project.policy().build().expect("policy");
+    let result = project.sh(&policy, "rm -rf t; echo y > kept.txt");
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert!(
+        std::fs::symlink_metadata(project.root.join("t")).is_err(),
+        "t is gone: {changes:#?}"
+    );
+    assert_eq!(project.read("kept.txt").as_deref(), Some("y\n"));
+    // Nothing was left beside it.
+    let names: Vec<_> = std::fs::read_dir(&project.root)
+        .expect("root")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".agentcaps"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// The variable that marks this test binary's re-run for one measurement.
+const MEASURING: &str = "AGENTCAPS_TEST_MEASURING";
+
+/// A line of `/proc/self/status` in KiB (`VmHWM`, `VmRSS`).
+fn status_kib(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("a figure in KiB")
+}
+
+#[test]
+fn a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory() {
+    const NAME: &str = "commits::a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory";
+    if std::env::var_os(MEASURING).is_none() {
+        // Measured alone, in a process of its own: the peak is this run's.
+        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(MEASURING, "1")
+            .output()
+            .expect("re-run");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "the re-run ran no test: {text}");
+        for line in text.lines().filter(|l| l.starts_with("peak resident set")) {
+            eprintln!("{line}");
+        }
+        return;
+    }
+    use std::io::Write;
+    let project = Project::new();
+    let mut big = std::fs::File::create(project.root.join("big.bin")).expect("big");
+    let chunk: Vec<u8> = (0..1 << 20).map(|i: u32| (i % 251) as u8).collect();
+    for _ in 0..150 {
+        big.write_all(&chunk).expect("write");
+    }
+    drop(big);
+    let policy = project.policy().build().expect("policy");
+    // Warm up (the first run loads what every run needs), then reset the
+    // peak to what is resident now.
+    project.sh(&policy, "echo warm > warm.txt");
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak");
+    let baseline = status_kib("VmRSS");
+    let result = project.sh(
+        &policy,
+        "exec 3<>big.bin; exec 3>&-; echo opened > done.txt",
+    );
+    let peak = status_kib("VmHWM");
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(applied(&result, "done.txt"), "{changes:#?}");
+    assert!(
+        changes.applied.iter().all(|c| c.path != "big.bin")
+            && changes.refused.iter().all(|c| c.path != "big.bin"),
+        "opening it is no change: {changes:#?}"
+    );
+    let above = peak.saturating_sub(baseline);
+    eprintln!("peak resident set {peak} KiB, baseline {baseline} KiB: {above} KiB above");
+    assert!(above < 64 * 1024, "{above} KiB above the baseline");
+}
