@@ -70,6 +70,7 @@
 mod address;
 mod client;
 mod config;
+pub mod credentials;
 pub mod danger;
 mod error;
 mod headers;
@@ -84,7 +85,9 @@ mod transport;
 pub use bytes::Bytes;
 pub use client::{Client, ClientBuilder, RequestBuilder, ResolvedUrl};
 pub use config::EgressPolicyConfig;
-pub use error::{AddressRule, EgressError, HeaderRule, NameRule, Phase, RedirectRule};
+pub use error::{
+    AddressRule, CredentialRule, EgressError, HeaderRule, NameRule, Phase, RedirectRule,
+};
 pub use http::{HeaderMap, Method, StatusCode, Version};
 pub use policy::{EgressPolicy, MAX_URL_BYTES, UrlVerdict, parse_method};
 pub use response::{BodyBytes, BodyText, Hop, Response};

@@ -158,6 +158,9 @@ async fn judged(
     if let Err(e) = judge_headers(shared, req.headers()) {
         return refusal(shared, log, &e);
     }
+    if let Some(e) = super::terminate::cleartext(shared, req.headers(), host) {
+        return super::terminate::refused_credential(shared, log, &e);
+    }
     let client_side = websocket.then(|| {
         let headers = req.headers_mut();
         headers.insert(UPGRADE, HeaderValue::from_static(WEBSOCKET));
