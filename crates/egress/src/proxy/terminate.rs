@@ -26,12 +26,15 @@ use hyper_util::rt::TokioIo;
 use tokio_rustls::TlsAcceptor;
 
 use super::forward::{judge_headers, strip_hop_by_hop, upgrade_asked};
+use super::inside::{self, Target};
 use super::log::{Logged, ProxyEntry, ProxyKind, ProxyOutcome};
-use super::{ProxyBody, Shared, failed, refusal, server_builder, unreadable};
+use super::wire::Wire;
+use super::{ProxyBody, Shared, dial, failed, refusal, server_builder, unreadable};
 use crate::credentials::authority::Authority;
 use crate::credentials::{Destination, RunCredentials};
 use crate::error::{CredentialRule, EgressError};
 use crate::policy::{EgressPolicy, UrlVerdict};
+use tokio::io::AsyncReadExt as _;
 
 /// The variables that point programs at a CA bundle.
 pub const CA_VARIABLES: &[&str] = &[
@@ -164,10 +167,58 @@ pub(super) fn connect(
             port,
             ips,
         };
-        let outcome = tunnel.serve(TokioIo::new(upgraded)).await;
+        let outcome = match read_ahead(&shared, TokioIo::new(upgraded)).await {
+            Err(outcome) => outcome,
+            Ok(client) if client.1 => tunnel.serve(client.0).await,
+            // Cleartext HTTP to a bound host: judged request by request as
+            // in any tunnel (a placeholder is refused there).
+            Ok((client, _)) => {
+                let url = format!("https://{}:{}/", tunnel.host, tunnel.port);
+                match dial(&shared, &tunnel.host, &url, &addrs).await {
+                    Ok((upstream, addr)) => {
+                        logged.update(|e| e.address = Some(addr));
+                        let upstream = Wire::new(upstream, logged.bytes().clone());
+                        let target = Target {
+                            host: tunnel.host.clone(),
+                            port: tunnel.port,
+                        };
+                        inside::judged_http(&shared, client, upstream, &target).await
+                    }
+                    Err(_) => ProxyOutcome::Failed,
+                }
+            }
+        };
         logged.close(outcome);
     });
     Response::new(Either::Right(Full::new(Bytes::new())))
+}
+
+/// The tunnel's first bytes, read ahead (given back first), and whether
+/// they start TLS; how it ended when nothing came.
+async fn read_ahead(
+    shared: &Shared,
+    mut client: inside::Client,
+) -> Result<(Wire<inside::Client>, bool), ProxyOutcome> {
+    let limit = shared.policy().header_timeout;
+    let mut ahead = Vec::with_capacity(64);
+    let first = tokio::time::timeout(limit, async {
+        while ahead.len() < inside::AHEAD {
+            if client.read_buf(&mut ahead).await? == 0 {
+                break;
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    })
+    .await;
+    match first {
+        Err(_) => Err(ProxyOutcome::Done),
+        Ok(Err(_)) => Err(ProxyOutcome::ClientClosed),
+        Ok(Ok(())) if ahead.is_empty() => Err(ProxyOutcome::Done),
+        Ok(Ok(())) => {
+            let tls = inside::is_tls(&ahead);
+            Ok((Wire::ahead(ahead, client), tls))
+        }
+    }
 }
 
 struct Tunnel {
@@ -192,7 +243,7 @@ impl Tunnel {
         }
     }
 
-    async fn serve(self, io: TokioIo<hyper::upgrade::Upgraded>) -> ProxyOutcome {
+    async fn serve(self, io: Wire<inside::Client>) -> ProxyOutcome {
         let Some(terminator) = &self.shared.terminator else {
             return ProxyOutcome::Failed;
         };
