@@ -373,11 +373,13 @@ pub enum EgressError {
     /// A credential's placeholder in a request it is not bound to: another
     /// host, method or path, or cleartext HTTP. Nothing was sent.
     #[error(
-        "refused a request to `{host}` carrying credential `{name}`: {}; nothing was sent",
+        "refused a request to `{host}`{}: {}; nothing was sent",
+        carrying(name),
         credential_help(rule)
     )]
     Credential {
-        /// The credential's name (never its value).
+        /// The credential's name (never its value; empty for a request in a
+        /// terminated tunnel that names another host).
         name: String,
         /// The host the request was for.
         host: String,
@@ -464,20 +466,30 @@ impl CredentialRule {
     }
 }
 
+fn carrying(name: &str) -> String {
+    if name.is_empty() {
+        String::new()
+    } else {
+        format!(" carrying credential `{name}`")
+    }
+}
+
 fn credential_help(rule: &CredentialRule) -> String {
     match rule {
         CredentialRule::Host(hosts) => format!(
-            "the credential is bound to {hosts} only (rule credential-unbound); send it there, or bind this host in its policy section"
+            "the credential is bound to {hosts} only; send it there, or bind this host in its policy section"
         ),
-        CredentialRule::Method(m) => format!(
-            "{m} is not among the credential's methods (rule credential-unbound); use one of them"
-        ),
+        CredentialRule::Method(m) => {
+            format!("{m} is not among the credential's methods; use one of them")
+        }
         CredentialRule::Path(p) => format!(
-            "the path {p} matches none of the credential's paths (rule credential-unbound); use a path it is bound to"
+            "the path {p} matches none of the credential's paths; use a path it is bound to"
         ),
-        CredentialRule::Cleartext => "a credential travels only over https:// (rule credential-cleartext); use the https:// URL".to_owned(),
+        CredentialRule::Cleartext => {
+            "a credential travels only over https://; use the https:// URL".to_owned()
+        }
         CredentialRule::HostMismatch(other) => format!(
-            "the tunnel was opened to this host but the request names `{other}` (rule credential-unbound); send each host's requests through its own tunnel"
+            "the tunnel was opened to this host but the request names `{other}`; send each host's requests through its own tunnel"
         ),
     }
 }

@@ -447,3 +447,16 @@ pub(crate) fn inject_for(
         Err(_) => Ok(None),
     }
 }
+
+/// A DER certificate as PEM.
+#[cfg(feature = "proxy")]
+pub(crate) fn pem_certificate(der: &[u8]) -> String {
+    let text = base64::encode(der);
+    let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in text.as_bytes().chunks(64) {
+        out.push_str(&String::from_utf8_lossy(line));
+        out.push('\n');
+    }
+    out.push_str("-----END CERTIFICATE-----\n");
+    out
+}

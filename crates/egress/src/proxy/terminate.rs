@@ -54,6 +54,8 @@ pub const CA_VARIABLES: &[&str] = &[
 pub struct CredentialSession {
     run: RunCredentials,
     ca_pem: String,
+    /// The policy's extra roots, PEM.
+    roots_pem: String,
 }
 
 impl CredentialSession {
@@ -67,6 +69,14 @@ impl CredentialSession {
     #[must_use]
     pub fn ca_certificate_pem(&self) -> &str {
         &self.ca_pem
+    }
+
+    /// What a command must trust besides the system's roots: the policy's
+    /// extra roots (`root_certificates`, which the opaque tunnels reach)
+    /// and the per-run CA certificate, PEM.
+    #[must_use]
+    pub fn extra_roots_pem(&self) -> String {
+        format!("{}{}", self.roots_pem, self.ca_pem)
     }
 
     /// The command's variables: each credential's placeholder (and git's
@@ -101,6 +111,11 @@ impl Terminator {
             session: CredentialSession {
                 run,
                 ca_pem: authority.certificate_pem(),
+                roots_pem: policy
+                    .extra_roots
+                    .iter()
+                    .map(|der| crate::credentials::pem_certificate(der))
+                    .collect(),
             },
             authority,
         }))
