@@ -582,3 +582,78 @@ async fn git_clone_and_push_authenticate_through_extra_header() {
     );
     w.assert_log_clean();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(windows, ignore = "drives pip, which this Windows (Wine) has not")]
+async fn pip_with_the_placeholder_in_the_index_url_authenticates() {
+    use crate::pip::{WHEEL, build_wheel, index, python};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("out")).unwrap();
+    let (wheel, hash) = build_wheel(dir.path());
+    let wanted = format!("Basic {}", base64(format!("agent:{VALUE}").as_bytes()));
+    let served = handler(move |seen: &Seen| {
+        if authorization(seen) != wanted {
+            return Reply {
+                status: 401,
+                headers: vec![("www-authenticate".into(), "Basic realm=\"index\"".into())],
+                body: b"no".to_vec(),
+            };
+        }
+        index(&seen.path, &hash, &wheel)
+    });
+    let w = world(|c| c, served).await;
+    let p = w.placeholder();
+    let url = format!("https://agent:{p}@{BOUND}:{}/simple/", w.bound.port());
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(python())
+            .args(["-m", "pip", "download", "demo-pkg==1.0", "--no-deps"])
+            .args([
+                "--only-binary=:all:",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+            ])
+            .args(["--no-input", "--retries", "0", "--timeout", "15"])
+            .arg("--proxy")
+            .arg(url_of(&w.proxy))
+            .arg("-d")
+            .arg(dir.path().join("out"))
+            .env("PIP_CONFIG_FILE", "/dev/null")
+            .env("PIP_INDEX_URL", &url)
+            // The variables a view sets (the test process has its own).
+            .envs(w.proxy.credentials().unwrap().environment(&w.bundle()))
+            .env_remove("PIP_EXTRA_INDEX_URL")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("pip finished in time")
+    .expect("pip runs");
+    let stderr = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Vec<_> = w
+        .bound
+        .seen()
+        .iter()
+        .map(|s| (s.path.clone(), authorization(s)))
+        .collect();
+    assert!(
+        out.status.success(),
+        "{stderr}\n{seen:?}\n{:#?}",
+        w.proxy.log().entries()
+    );
+    assert!(dir.path().join("out").join(WHEEL).exists());
+    assert!(!stderr.contains(VALUE));
+    assert!(
+        w.bound
+            .seen()
+            .iter()
+            .all(|s| authorization(s).starts_with("Basic "))
+    );
+    w.assert_log_clean();
+}
