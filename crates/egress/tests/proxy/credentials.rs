@@ -586,7 +586,7 @@ async fn git_clone_and_push_authenticate_through_extra_header() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(windows, ignore = "drives pip, which this Windows (Wine) has not")]
 async fn pip_with_the_placeholder_in_the_index_url_authenticates() {
-    use crate::pip::{WHEEL, build_wheel, index, python};
+    use crate::pip::{WHEEL, build_wheel, index, pip_download};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("out")).unwrap();
     let (wheel, hash) = build_wheel(dir.path());
@@ -606,14 +606,7 @@ async fn pip_with_the_placeholder_in_the_index_url_authenticates() {
     let url = format!("https://agent:{p}@{BOUND}:{}/simple/", w.bound.port());
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(python())
-            .args(["-m", "pip", "download", "demo-pkg==1.0", "--no-deps"])
-            .args([
-                "--only-binary=:all:",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-            ])
-            .args(["--no-input", "--retries", "0", "--timeout", "15"])
+        pip_download()
             .arg("--proxy")
             .arg(url_of(&w.proxy))
             .arg("-d")

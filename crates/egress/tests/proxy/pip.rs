@@ -57,6 +57,21 @@ print(hashlib.sha256(open(path, "rb").read()).hexdigest())
     (std::fs::read(&path).unwrap(), hash)
 }
 
+/// `python -m pip download demo-pkg==1.0` without dependencies, binaries
+/// only, no cache, no prompt, no retry.
+pub fn pip_download() -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(python());
+    command
+        .args(["-m", "pip", "download", "demo-pkg==1.0", "--no-deps"])
+        .args([
+            "--only-binary=:all:",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-input", "--retries", "0", "--timeout", "15"]);
+    command
+}
+
 /// The index's answer at `path`: the simple page for `demo-pkg`, the
 /// wheel, or `404`.
 pub fn index(path: &str, hash: &str, wheel: &[u8]) -> Reply {
@@ -101,14 +116,7 @@ async fn pip_download_works_through_the_proxy() {
     let proxy = proxy(&policy(&dns, &["127.0.0.2/32"], &[p])).await;
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(python())
-            .args(["-m", "pip", "download", "demo-pkg==1.0", "--no-deps"])
-            .args([
-                "--only-binary=:all:",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-            ])
-            .args(["--no-input", "--retries", "0", "--timeout", "15"])
+        pip_download()
             .arg("--index-url")
             .arg(format!("http://pypi.example.com:{p}/simple/"))
             .args(["--trusted-host", "pypi.example.com"])
