@@ -62,7 +62,15 @@ pub(crate) fn render(policy: &Policy, source: &str) -> String {
         &origin,
     );
 
-    let egress = table(&policy.egress);
+    let mut egress = table(&policy.egress);
+    let roots: Vec<toml::Value> = policy
+        .root_certificates()
+        .iter()
+        .map(|p| toml::Value::String(p.display().to_string()))
+        .collect();
+    if !roots.is_empty() {
+        egress.insert("root_certificates".into(), toml::Value::Array(roots));
+    }
     section(&mut out, "egress", &egress, &spans, &origin);
     let egress_loosenings = policy
         .egress_policy()
@@ -90,7 +98,34 @@ pub(crate) fn render(policy: &Policy, source: &str) -> String {
 
     let approvals = table(&policy.approvals);
     section(&mut out, "approvals", &approvals, &spans, &origin);
+    credentials(&mut out, policy, &origin);
     out
+}
+
+/// Each `[credentials.NAME]`: its source, hosts and binding, never its
+/// value.
+fn credentials(out: &mut String, policy: &Policy, origin: &dyn Fn(Option<usize>) -> String) {
+    for entry in policy.credentials() {
+        let c = &entry.credential;
+        let _ = writeln!(
+            out,
+            "\n[credentials.{}]  # {}\n{}\nhosts = {}",
+            entry.name,
+            origin(Some(entry.line)),
+            entry.source,
+            toml::Value::from(c.hosts().to_vec())
+        );
+        if let Some(env) = c.env() {
+            let _ = writeln!(out, "env = {env:?}");
+        }
+        if !c.methods().is_empty() {
+            let methods: Vec<String> = c.methods().iter().map(ToString::to_string).collect();
+            let _ = writeln!(out, "methods = {}", toml::Value::from(methods));
+        }
+        if !c.paths().is_empty() {
+            let _ = writeln!(out, "paths = {}", toml::Value::from(c.paths()));
+        }
+    }
 }
 
 /// Lists, as comments after a section, what it weakens compared with the

@@ -31,7 +31,7 @@ pub enum PolicyError {
     /// A key that no section knows. Unknown keys are refused, never ignored:
     /// a misspelt `bloked = [...]` would otherwise silently block nothing.
     #[error(
-        "policy file line {line}: unknown key `{key}`; check its spelling (the sections are [files], [shell], [egress], [patch] and [approvals])"
+        "policy file line {line}: unknown key `{key}`; check its spelling (the sections are [files], [shell], [egress], [patch], [approvals] and [credentials.NAME])"
     )]
     UnknownKey {
         /// The dotted path of the key, such as `files.bloked`.

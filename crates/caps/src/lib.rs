@@ -56,6 +56,7 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod credentials;
 mod defaults;
 mod effective;
 mod error;
@@ -77,6 +78,7 @@ pub use agentcaps_shell as shell;
 pub use approvals::{
     ASKABLE_RULES, ApprovalsConfig, DEFAULT_APPROVAL_TIMEOUT_MS, NEVER_ASKABLE, Remember,
 };
+pub use credentials::{CredentialEntry, CredentialSource};
 pub use error::PolicyError;
 pub use policy::{DEFAULT_MAX_READ_BYTES, DEFAULT_POLICY_TOML, Notice, Origin, Policy};
 pub use validate::KNOWN_METHODS;

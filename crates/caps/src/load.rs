@@ -97,6 +97,16 @@ impl<'s> Spans<'s> {
         Some(line_of(self.src, spanned_key.span().start))
     }
 
+    /// The line of the key at the dotted `path` (`credentials.github.hosts`),
+    /// or of the deepest table on the way the file has.
+    pub(crate) fn path_line(&self, path: &[&str]) -> Option<usize> {
+        let table = self.table.as_ref()?.get_ref();
+        let owned: Vec<String> = path.iter().map(|p| (*p).to_owned()).collect();
+        table
+            .get(*path.first()?)
+            .map(|_| line_of(self.src, key_offset(table, &owned)))
+    }
+
     /// The line of element `index` of the list `section.key`.
     pub(crate) fn element_line(&self, section: &str, key: &str, index: usize) -> Option<usize> {
         let table = self.section(section)?.get_ref().as_table()?;

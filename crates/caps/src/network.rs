@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use crate::egress::EgressPolicy;
-use crate::egress::proxy::{Listen, ProxyDecision, ProxyKind, ProxyLog, ProxyThread};
-use crate::shell::{Connection, NetworkProxy, ProxySession};
+use crate::egress::proxy::{CA_VARIABLES, Listen, ProxyDecision, ProxyKind, ProxyLog, ProxyThread};
+use crate::shell::{Connection, NetworkProxy, ProxyCredentials, ProxySession};
 
 /// The `[egress]` policy as a command's network proxy.
 #[derive(Debug)]
@@ -17,7 +17,19 @@ pub(crate) struct EgressProxy {
 
 struct Session {
     log: ProxyLog,
+    credentials: Option<ProxyCredentials>,
     _proxy: ProxyThread,
+}
+
+/// The command's side of the proxy's credentials: placeholders, the CA
+/// variables and what to trust.
+fn credentials_of(proxy: &ProxyThread) -> Option<ProxyCredentials> {
+    let session = proxy.credentials()?;
+    Some(ProxyCredentials::new(
+        session.credentials().environment(),
+        CA_VARIABLES.iter().map(|v| (*v).to_owned()).collect(),
+        session.extra_roots_pem(),
+    ))
 }
 
 impl NetworkProxy for EgressProxy {
@@ -26,6 +38,7 @@ impl NetworkProxy for EgressProxy {
             .map_err(std::io::Error::other)?;
         Ok(Box::new(Session {
             log: proxy.log(),
+            credentials: credentials_of(&proxy),
             _proxy: proxy,
         }))
     }
@@ -42,6 +55,7 @@ impl NetworkProxy for EgressProxy {
             port,
             Box::new(Session {
                 log: proxy.log(),
+                credentials: credentials_of(&proxy),
                 _proxy: proxy,
             }),
         ))
@@ -49,6 +63,10 @@ impl NetworkProxy for EgressProxy {
 }
 
 impl ProxySession for Session {
+    fn credentials(&self) -> Option<ProxyCredentials> {
+        self.credentials.clone()
+    }
+
     fn connections(&self) -> Vec<Connection> {
         self.log
             .entries()

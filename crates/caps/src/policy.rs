@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use crate::PolicyError;
 use crate::approvals::{self, ApprovalsConfig};
+use crate::credentials::{self, CredentialEntry, RootFile};
 use crate::egress::{EgressPolicy, EgressPolicyConfig};
 use crate::patch::PatchPolicyConfig;
 use crate::paths::{PathPolicy, PathPolicyConfig};
@@ -74,6 +75,10 @@ pub struct Policy {
     notices: Vec<Notice>,
     /// The text the policy was read from (for the origin of each entry).
     source: String,
+    /// `[credentials.NAME]`, values read at load.
+    credentials: Vec<CredentialEntry>,
+    /// `[egress] root_certificates`, read at load.
+    root_files: Vec<RootFile>,
 }
 
 /// Where a [`Policy`] came from.
@@ -144,6 +149,8 @@ struct CrateSections {
 struct ToolKeys {
     files: ToolFileKeys,
     approvals: ApprovalsConfig,
+    egress: credentials::EgressToolKeys,
+    credentials: std::collections::BTreeMap<String, credentials::CredentialKeys>,
 }
 
 #[derive(Deserialize)]
@@ -241,9 +248,13 @@ impl Policy {
             loaded_from: Vec::new(),
             notices,
             source: text.to_owned(),
+            credentials: Vec::new(),
+            root_files: Vec::new(),
         };
         policy.resolve_relative(base);
         let spans = load::Spans::new(text);
+        policy.credentials = credentials::load(&spans, &tools.credentials, base)?;
+        policy.root_files = credentials::roots(&spans, &tools.egress, base)?;
         validate::files(&spans, &policy.files, tools.files.create_missing)?;
         validate::egress(&spans, &policy.egress)?;
         approvals::validate(&spans, &policy.approvals)?;
@@ -372,7 +383,21 @@ impl Policy {
     ///
     /// [`PolicyError::Egress`] if a name, range or server is invalid.
     pub fn egress_policy(&self) -> Result<EgressPolicy, PolicyError> {
-        self.egress.build().map_err(PolicyError::Egress)
+        let mut policy = self.egress.build().map_err(PolicyError::Egress)?;
+        credentials::apply(&mut policy, &self.root_files, &self.credentials)?;
+        Ok(policy)
+    }
+
+    /// `[credentials.NAME]`: each credential's name, source and binding
+    /// (its value only inside, redacted when formatted).
+    pub fn credentials(&self) -> &[CredentialEntry] {
+        &self.credentials
+    }
+
+    /// `[egress] root_certificates`, resolved against the policy file's
+    /// directory.
+    pub fn root_certificates(&self) -> Vec<&Path> {
+        self.root_files.iter().map(|r| r.path.as_path()).collect()
     }
 
     fn resolve_relative(&mut self, base: &Path) {

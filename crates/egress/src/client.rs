@@ -67,7 +67,13 @@ impl ClientBuilder {
     pub fn build(self) -> Result<Client, EgressError> {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        for cert in self.extra_roots {
+        for cert in self
+            .policy
+            .extra_roots
+            .iter()
+            .cloned()
+            .chain(self.extra_roots)
+        {
             roots.add(cert).map_err(|e| EgressError::Config {
                 field: "root_certificate".to_owned(),
                 message: e.to_string(),
@@ -168,6 +174,7 @@ impl Client {
             headers: Vec::new(),
             body: Bytes::new(),
             idle_timeout: None,
+            credential: None,
         }
     }
 
@@ -222,9 +229,23 @@ pub struct RequestBuilder {
     headers: Vec<(String, String)>,
     body: Bytes,
     idle_timeout: Option<std::time::Duration>,
+    credential: Option<String>,
 }
 
 impl RequestBuilder {
+    /// Adds the policy's credential `name` the way it says (`inject`), for
+    /// a request over TLS to a host, method and path it is bound to; a
+    /// redirect elsewhere goes without it. The value is never in an error
+    /// or in the response.
+    ///
+    /// When sent: [`EgressError::Credential`] for a first hop it is not
+    /// bound to (nothing is sent), [`EgressError::Config`] for a name the
+    /// policy does not have.
+    pub fn credential(mut self, name: &str) -> Self {
+        self.credential = Some(name.to_owned());
+        self
+    }
+
     /// Adds a header. It is judged when the request is sent: CR/LF/NUL,
     /// `Host`, framing and cloud-metadata headers are refused.
     pub fn header(mut self, name: &str, value: &str) -> Self {
@@ -293,11 +314,32 @@ impl RequestBuilder {
             });
         }
         let mut verdict = policy.check_url(&self.url, &self.method)?;
+        let credential = match &self.credential {
+            Some(name) => Some(
+                policy
+                    .credentials()
+                    .iter()
+                    .find(|c| c.name() == name)
+                    .ok_or_else(|| EgressError::Config {
+                        field: "credential".to_owned(),
+                        message: format!("the policy has no credential `{name}`"),
+                    })?,
+            ),
+            None => None,
+        };
         let mut method = self.method.clone();
         let mut body = self.body.clone();
         let mut hops: Vec<Hop> = Vec::new();
         loop {
-            let (response, hop) = self.client.exchange(&verdict, &headers, &body).await?;
+            let mut sent = std::borrow::Cow::Borrowed(&headers);
+            if let Some(credential) = credential
+                && let Some((name, value)) =
+                    crate::credentials::inject_for(credential, &verdict, hops.is_empty())?
+            {
+                sent.to_mut().insert(name, value);
+            }
+            let (response, hop) = self.client.exchange(&verdict, &sent, &body).await?;
+            drop(sent);
             let status = response.status();
             hops.push(hop);
             let location = response.headers().get(LOCATION).cloned();
@@ -371,8 +413,21 @@ impl Client {
         headers: &HeaderMap,
         body: &Bytes,
     ) -> Result<(http::Response<hyper::body::Incoming>, Hop), EgressError> {
-        let inner = &self.inner;
         let addrs = self.judged_addresses(verdict).await?;
+        self.exchange_at(verdict, &addrs, headers, body).await
+    }
+
+    /// One request to one judged URL at addresses judged already (a
+    /// tunnel's, pinned when it was opened): a pooled connection or a new
+    /// one to one of them, send, wait for the head. No redirect followed.
+    pub(crate) async fn exchange_at(
+        &self,
+        verdict: &UrlVerdict,
+        addrs: &[IpAddr],
+        headers: &HeaderMap,
+        body: &Bytes,
+    ) -> Result<(http::Response<hyper::body::Incoming>, Hop), EgressError> {
+        let inner = &self.inner;
         let keys: Vec<PoolKey> = addrs
             .iter()
             .map(|ip| PoolKey {

@@ -116,3 +116,47 @@ pub fn add_root_certificate_pem(
     builder.extra_roots.extend(added);
     Ok(builder)
 }
+
+/// Trusts the CA certificates in `pem` (read from `source`, named in the
+/// loosening) for every client built from `policy`, the proxy's upstream
+/// side included: the policy file's `[egress] root_certificates`.
+///
+/// # Errors
+///
+/// [`EgressError::Config`] when `pem` holds no certificate or one that
+/// does not parse.
+///
+/// # Security
+///
+/// As [`add_root_certificate_pem`]: the CA is then an authority for every
+/// name.
+pub fn trust_root_certificates_pem(
+    policy: &mut EgressPolicy,
+    pem: &[u8],
+    source: &str,
+) -> Result<usize, EgressError> {
+    let bad = |m: String| EgressError::Config {
+        field: "root_certificates".to_owned(),
+        message: format!("{source}: {m}"),
+    };
+    let mut added = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        added.push(cert.map_err(|e| bad(format!("not a PEM certificate: {e}")))?);
+    }
+    if added.is_empty() {
+        return Err(bad("no certificate in the PEM text".to_owned()));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in &added {
+        roots
+            .add(cert.clone())
+            .map_err(|e| bad(format!("not a usable CA certificate: {e}")))?;
+    }
+    policy.loosened.push(format!(
+        "root_certificates: {} CA certificate(s) from {source} trusted for every name",
+        added.len()
+    ));
+    let n = added.len();
+    policy.extra_roots.extend(added);
+    Ok(n)
+}

@@ -389,6 +389,22 @@ pub enum EgressError {
         /// The protocol asked for (the `Upgrade` header).
         protocol: String,
     },
+    /// A credential's placeholder in a request it is not bound to: another
+    /// host, method or path, or cleartext HTTP. Nothing was sent.
+    #[error(
+        "refused a request to `{host}`{}: {}; nothing was sent",
+        carrying(name),
+        credential_help(rule)
+    )]
+    Credential {
+        /// The credential's name (never its value; empty for a request in a
+        /// terminated tunnel that names another host).
+        name: String,
+        /// The host the request was for.
+        host: String,
+        /// What the binding did not allow.
+        rule: CredentialRule,
+    },
     /// A phase ran out of time.
     #[error("stopped {url:?}: {} took longer than {limit_ms} ms ({}); try a faster source or a smaller request", phase_help(*phase), phase.setting())]
     Timeout {
@@ -441,6 +457,60 @@ pub enum EgressError {
         /// What is wrong with it.
         message: String,
     },
+}
+
+/// What a credential's binding did not allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CredentialRule {
+    /// The host is not one it is bound to; the field lists its hosts.
+    Host(String),
+    /// The method is not one of its `methods`.
+    Method(String),
+    /// The path (normalised) matches none of its `paths`.
+    Path(String),
+    /// Cleartext `http://`: a secret only travels over verified TLS.
+    Cleartext,
+    /// Inside a tunnel to a bound host, the `Host` header or the TLS name
+    /// asked for another host.
+    HostMismatch(String),
+}
+
+impl CredentialRule {
+    fn id(&self) -> &'static str {
+        match self {
+            CredentialRule::Cleartext => "credential-cleartext",
+            _ => "credential-unbound",
+        }
+    }
+}
+
+fn carrying(name: &str) -> String {
+    if name.is_empty() {
+        String::new()
+    } else {
+        format!(" carrying credential `{name}`")
+    }
+}
+
+fn credential_help(rule: &CredentialRule) -> String {
+    match rule {
+        CredentialRule::Host(hosts) => format!(
+            "the credential is bound to {hosts} only; send it there, or bind this host in its policy section"
+        ),
+        CredentialRule::Method(m) => {
+            format!("{m} is not among the credential's methods; use one of them")
+        }
+        CredentialRule::Path(p) => format!(
+            "the path {p} matches none of the credential's paths; use a path it is bound to"
+        ),
+        CredentialRule::Cleartext => {
+            "a credential travels only over https://; use the https:// URL".to_owned()
+        }
+        CredentialRule::HostMismatch(other) => format!(
+            "the tunnel was opened to this host but the request names `{other}`; send each host's requests through its own tunnel"
+        ),
+    }
 }
 
 fn header_help(rule: &HeaderRule) -> String {
@@ -506,6 +576,7 @@ impl EgressError {
             EgressError::RequestHeadTimeout { .. } => "time.request-head",
             EgressError::Undecided { .. } => "undecided",
             EgressError::Upgrade { .. } => "upgrade",
+            EgressError::Credential { rule, .. } => rule.id(),
             EgressError::Timeout { phase, .. } => phase.id(),
             EgressError::Dns { .. } => "dns",
             EgressError::Connect { .. } => "connect",

@@ -61,7 +61,8 @@
 //!
 //! # Types from other crates
 //!
-//! [`Method`], [`StatusCode`], [`Version`] and [`HeaderMap`] come from the
+//! [`Method`], [`StatusCode`], [`Version`], [`HeaderMap`], [`HeaderName`] and
+//! [`HeaderValue`] come from the
 //! `http` crate and [`Bytes`] from `bytes`: the common vocabulary of Rust
 //! HTTP code, re-exported here on purpose. No hyper, hickory or rustls type
 //! is part of the API.
@@ -70,6 +71,7 @@
 mod address;
 mod client;
 mod config;
+pub mod credentials;
 pub mod danger;
 mod error;
 mod headers;
@@ -84,7 +86,9 @@ mod transport;
 pub use bytes::Bytes;
 pub use client::{Client, ClientBuilder, RequestBuilder, ResolvedUrl};
 pub use config::EgressPolicyConfig;
-pub use error::{AddressRule, EgressError, HeaderRule, NameRule, Phase, RedirectRule};
-pub use http::{HeaderMap, Method, StatusCode, Version};
+pub use error::{
+    AddressRule, CredentialRule, EgressError, HeaderRule, NameRule, Phase, RedirectRule,
+};
+pub use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Version};
 pub use policy::{EgressPolicy, MAX_URL_BYTES, UrlVerdict, parse_method};
 pub use response::{BodyBytes, BodyText, Hop, Response};

@@ -9,6 +9,7 @@ use url::Url;
 
 use crate::address::{AddressJudge, CidrList, own_addresses};
 use crate::config::EgressPolicyConfig;
+use crate::credentials::Credential;
 use crate::error::{EgressError, NameRule};
 use crate::name::{DomainList, judge_name, strip_root};
 
@@ -40,6 +41,11 @@ pub struct EgressPolicy {
     pub(crate) idle_timeout: Duration,
     pub(crate) dns_servers: Vec<SocketAddr>,
     pub(crate) loosened: Vec<String>,
+    /// Credentials requests may carry ([`EgressPolicy::add_credential`]).
+    pub(crate) credentials: Vec<Credential>,
+    /// CA certificates trusted besides the Web PKI roots
+    /// ([`crate::danger::trust_root_certificates_pem`]).
+    pub(crate) extra_roots: Vec<rustls_pki_types::CertificateDer<'static>>,
 }
 
 impl Default for EgressPolicy {
@@ -66,6 +72,8 @@ impl Default for EgressPolicy {
             idle_timeout: Duration::from_millis(config.idle_timeout_ms),
             dns_servers: Vec::new(),
             loosened: Vec::new(),
+            credentials: Vec::new(),
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -200,6 +208,8 @@ impl EgressPolicyConfig {
             idle_timeout: millis("idle_timeout_ms", self.idle_timeout_ms)?,
             dns_servers,
             loosened,
+            credentials: Vec::new(),
+            extra_roots: Vec::new(),
         })
     }
 }
@@ -483,6 +493,36 @@ impl EgressPolicy {
     #[must_use]
     pub fn loosenings(&self) -> &[String] {
         &self.loosened
+    }
+
+    /// Adds a credential requests may carry to its bound hosts (through
+    /// the proxy, or [`crate::RequestBuilder::credential`]).
+    ///
+    /// # Errors
+    ///
+    /// [`EgressError::Config`] when a credential of that name (or with
+    /// the same variable) is there already.
+    pub fn add_credential(&mut self, credential: Credential) -> Result<(), EgressError> {
+        let clash = self.credentials.iter().find(|c| {
+            c.name() == credential.name() || (c.env().is_some() && c.env() == credential.env())
+        });
+        if let Some(other) = clash {
+            return Err(config_error(
+                &format!("credentials.{}", credential.name()),
+                format!(
+                    "clashes with credentials.{} (same name or env)",
+                    other.name()
+                ),
+            ));
+        }
+        self.credentials.push(credential);
+        Ok(())
+    }
+
+    /// The credentials requests may carry.
+    #[must_use]
+    pub fn credentials(&self) -> &[Credential] {
+        &self.credentials
     }
 
     /// Whether the default denied ranges and names are in force.

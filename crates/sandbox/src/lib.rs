@@ -66,6 +66,8 @@
 
 mod command;
 mod confinement;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
+mod credentials;
 mod error;
 pub mod kernel;
 mod network;
@@ -79,7 +81,7 @@ pub mod writeback;
 pub use command::SandboxCommand;
 pub use confinement::{Limits, Sandbox, SandboxBuilder};
 pub use error::SandboxError;
-pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
+pub use network::{Connection, NetworkProxy, PROXY_PORT, ProxyCredentials, ProxySession};
 pub use output::OutputCounter;
 pub use run::{Exit, RunResult, Truncated, ViewAvailability};
 pub use writeback::{Change, ChangeAction, Changes, RefusedChange, WriteBackDecider};

@@ -71,6 +71,12 @@ pub trait ProxySession: Send {
     fn dropped(&self) -> u64 {
         0
     }
+
+    /// For a proxy that puts credentials into requests: what the command
+    /// gets instead (placeholders, never values, and the CA to trust).
+    fn credentials(&self) -> Option<ProxyCredentials> {
+        None
+    }
 }
 
 /// What a command's proxy recorded: the connections so far and how many
@@ -81,6 +87,36 @@ pub(crate) fn recorded(
     match session {
         Some(session) => (Some(session.connections()), Some(session.dropped())),
         None => (None, None),
+    }
+}
+
+/// What a command gets from a proxy that puts credentials into requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProxyCredentials {
+    /// Variables to set: each credential's placeholder (never its value),
+    /// git's `GIT_CONFIG_*` for the bound hosts.
+    pub env: Vec<(String, String)>,
+    /// Variables set to the CA bundle's path (`SSL_CERT_FILE`, ...).
+    pub ca_variables: Vec<String>,
+    /// PEM certificates trusted besides the system's roots: the proxy's
+    /// per-run CA (never its key) and the policy's extra roots.
+    pub extra_roots_pem: String,
+}
+
+impl ProxyCredentials {
+    /// The credentials of a proxy session.
+    #[must_use]
+    pub fn new(
+        env: Vec<(String, String)>,
+        ca_variables: Vec<String>,
+        extra_roots_pem: String,
+    ) -> Self {
+        ProxyCredentials {
+            env,
+            ca_variables,
+            extra_roots_pem,
+        }
     }
 }
 

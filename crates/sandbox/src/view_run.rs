@@ -108,10 +108,23 @@ impl Sandbox {
         // The network proxy, serving on a socket in the staging directory
         // before the view is entered; dropped (stopped) after the run.
         let socket = staging.path().join("proxy.sock");
+        let mut bundle = None;
         let session = match &self.proxy {
             Some(proxy) => {
                 let session = proxy.serve(&socket).map_err(|e| spawn_io(helper, e))?;
                 crate::network::proxy_environment(&mut env, crate::network::PROXY_PORT);
+                if let Some(credentials) = session.credentials() {
+                    let in_view = self.paths.is_some();
+                    bundle = crate::credentials::prepare(
+                        &credentials,
+                        &mut env,
+                        staging.path(),
+                        in_view,
+                    )
+                    .map_err(|e| {
+                        failed(format!("the credentials' CA bundle cannot be staged ({e})"))
+                    })?;
+                }
                 Some(session)
             }
             None => None,
@@ -139,6 +152,11 @@ impl Sandbox {
                 Vec::new(),
             ),
         };
+        if let Some(mount) = bundle {
+            spec.landlock_read
+                .push(std::path::PathBuf::from(crate::credentials::VIEW_BUNDLE));
+            spec.mounts.push(mount);
+        }
         spec.run.runner_pid = std::process::id();
         spec.run.max_processes = self.limits.max_processes;
         spec.run.tmpfs_bytes = self.limits.max_tmp_bytes / 2;

@@ -126,7 +126,7 @@ pub use agentcaps_sandbox::writeback;
 #[cfg(feature = "runner")]
 pub use agentcaps_sandbox::{Change, ChangeAction, Changes, RefusedChange, WriteBackDecider};
 #[cfg(feature = "runner")]
-pub use agentcaps_sandbox::{Connection, NetworkProxy, PROXY_PORT, ProxySession};
+pub use agentcaps_sandbox::{Connection, NetworkProxy, PROXY_PORT, ProxyCredentials, ProxySession};
 #[cfg(feature = "runner")]
 pub use agentcaps_sandbox::{Exit, Limits, OutputCounter, RunResult, Truncated};
 pub use config::{DEVELOPMENT_CACHES, Network, Preset, ShellPolicyConfig};

@@ -110,6 +110,9 @@ impl HttpTool {
         if let Some(body) = input.body {
             request = request.body(body.into_bytes());
         }
+        if let Some(name) = &input.credential {
+            request = request.credential(name);
+        }
         let response = request.send().await.map_err(|e| self.refused(e))?;
         let status = response.status().as_u16();
         let headers = header_map(response.headers());
@@ -175,5 +178,18 @@ fn describe_egress(policy: &Policy) -> (String, String) {
         "Allowed: http/https to {hosts} on public addresses (private, loopback, link-local and cloud-metadata addresses are refused), ports {ports}, methods {methods}. Bodies are cut at {} bytes; redirects are followed at most {} times, each judged.",
         config.max_response_bytes, config.max_redirects
     );
+    let credentials: Vec<String> = policy
+        .credentials()
+        .iter()
+        .map(|c| format!("{} for {}", c.name, c.credential.hosts().join(", ")))
+        .collect();
+    let long = if credentials.is_empty() {
+        long
+    } else {
+        format!(
+            "{long} Credentials (name one in `credential`; it is added for https:// to its hosts, and you never see it): {}.",
+            credentials.join("; ")
+        )
+    };
     (long, short)
 }

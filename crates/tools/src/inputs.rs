@@ -115,6 +115,11 @@ pub struct HttpRequest {
     /// Request body (UTF-8 text), for methods the policy allows a body with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// The name of a credential of the policy (`[credentials.NAME]`) to
+    /// authenticate with: added by agentcaps for an https:// URL of a host
+    /// it is bound to; the secret is never shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 /// Arguments of `apply_patch`.

@@ -470,6 +470,47 @@ fn check_policy_prints_the_effective_policy_with_origins() {
 }
 
 #[test]
+fn check_policy_lists_credentials_by_name_source_and_hosts_never_by_value() {
+    let tree = common::Tree::new();
+    let value = "ghp_CheckPolicyValue0123456789abcdefABCD";
+    std::fs::write(tree.top.join("token"), format!("{value}\n")).unwrap();
+    let policy = tree.policy(
+        "\n[credentials.github]\nfrom_file = \"token\"\nhosts = [\"github.com\", \"api.github.com\"]\n",
+    );
+    let args: Vec<String> = ["check", "policy", "--json", "--policy"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([policy.display().to_string()])
+        .collect();
+    let run = agentcaps(&tree.root, &args, None);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains(value) && !run.stderr.contains(value));
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    let listed = &json["credentials"][0];
+    assert_eq!(listed["name"], "github", "{json}");
+    assert_eq!(
+        listed["hosts"],
+        serde_json::json!(["github.com", "api.github.com"])
+    );
+    assert!(
+        listed["source"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("from_file = ")
+    );
+    // A missing source is an error at load, with the file and line.
+    std::fs::remove_file(tree.top.join("token")).unwrap();
+    let run = agentcaps(&tree.root, &args, None);
+    assert_eq!(run.code, 2, "{}{}", run.stdout, run.stderr);
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("json");
+    let reason = json["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("policy.toml") && reason.contains("credentials.github.from_file"),
+        "{reason}"
+    );
+}
+
+#[test]
 fn the_built_in_default_refuses_to_start_in_the_root_directory() {
     // `/`: on Windows the root of the current drive.
     let run = agentcaps(std::path::Path::new("/"), &["mcp".into()], None);

@@ -348,6 +348,9 @@ pub(crate) async fn forward(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
     if let Err(e) = judge_headers(shared, &parts.headers) {
         return refusal(shared, log, &e);
     }
+    if let Some(e) = super::terminate::cleartext(shared, &parts.headers, &log.host) {
+        return super::terminate::refused_credential(shared, log, &e);
+    }
     let addrs = match before_decision(shared, &log, judge(shared, &verdict)).await {
         Ok(a) => a,
         Err(e) => return refusal(shared, log, &e),

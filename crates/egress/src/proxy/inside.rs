@@ -34,7 +34,7 @@ use super::{MAX_RESPONSE_HEADERS, Shared, answer, refusal, relay, server_builder
 use crate::error::{EgressError, Phase};
 
 /// Bytes read ahead to tell TLS from HTTP.
-const AHEAD: usize = 3;
+pub(super) const AHEAD: usize = 3;
 
 /// The only upgrade relayed inside a tunnel.
 const WEBSOCKET: &str = "websocket";
@@ -45,7 +45,7 @@ pub(super) struct Target {
     pub(super) port: u16,
 }
 
-type Client = TokioIo<Upgraded>;
+pub(super) type Client = TokioIo<Upgraded>;
 
 type InnerBody = Either<Incoming, Full<Bytes>>;
 
@@ -87,13 +87,13 @@ pub(super) async fn carry(
 
 /// A TLS record of the handshake type, versions 3.0 to 3.4 (a ClientHello
 /// starts so).
-fn is_tls(first: &[u8]) -> bool {
+pub(super) fn is_tls(first: &[u8]) -> bool {
     matches!(first, [0x16, 0x03, minor, ..] if *minor <= 4)
 }
 
 /// Cleartext HTTP/1 between the client and the tunnel's target, judged
 /// request by request.
-async fn judged_http(
+pub(super) async fn judged_http(
     shared: &Arc<Shared>,
     client: Wire<Client>,
     upstream: Wire<TcpStream>,
@@ -159,6 +159,9 @@ async fn judged(
     strip_hop_by_hop(req.headers_mut());
     if let Err(e) = judge_headers(shared, req.headers()) {
         return refusal(shared, log, &e);
+    }
+    if let Some(e) = super::terminate::cleartext(shared, req.headers(), host) {
+        return super::terminate::refused_credential(shared, log, &e);
     }
     let client_side = websocket.then(|| {
         let headers = req.headers_mut();

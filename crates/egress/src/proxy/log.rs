@@ -120,6 +120,10 @@ pub struct ProxyEntry {
     pub received: u64,
     /// How it ended (or [`ProxyOutcome::Open`]).
     pub outcome: ProxyOutcome,
+    /// The credential put into the request, or whose placeholder made the
+    /// refusal (its name, never its value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credential: Option<String>,
 }
 
 impl ProxyEntry {
@@ -137,6 +141,7 @@ impl ProxyEntry {
             sent: 0,
             received: 0,
             outcome: ProxyOutcome::Open,
+            credential: None,
         }
     }
 }

@@ -53,6 +53,7 @@ pub mod handoff;
 mod inside;
 mod log;
 mod relay;
+mod terminate;
 mod thread;
 mod tunnel;
 mod wire;
@@ -78,6 +79,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 
 pub use log::{MAX_LOG_ENTRIES, ProxyDecision, ProxyEntry, ProxyKind, ProxyLog, ProxyOutcome};
+pub use terminate::{CA_VARIABLES, CredentialSession};
 pub use thread::{Listen, ProxyThread};
 
 use crate::client::Client;
@@ -96,6 +98,8 @@ struct Shared {
     client: Client,
     log: ProxyLog,
     pool: forward::UpstreamPool,
+    /// Ends TLS for tunnels to hosts a credential is bound to.
+    terminator: Option<terminate::Terminator>,
     /// Listeners handed over on the UNIX socket and served now.
     #[cfg(target_os = "linux")]
     handed_over: std::sync::atomic::AtomicUsize,
@@ -104,6 +108,10 @@ struct Shared {
 impl Shared {
     fn policy(&self) -> &EgressPolicy {
         self.client.policy()
+    }
+
+    fn credentials(&self) -> Option<CredentialSession> {
+        self.terminator.as_ref().map(|t| t.session().clone())
     }
 }
 
@@ -115,6 +123,7 @@ type ProxyBody = Either<forward::Relayed, Full<Bytes>>;
 pub struct Proxy {
     addr: Option<SocketAddr>,
     log: ProxyLog,
+    credentials: Option<CredentialSession>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -140,10 +149,12 @@ impl Proxy {
         let local = listener.local_addr().ok();
         let shared = shared(policy)?;
         let log = shared.log.clone();
+        let credentials = shared.credentials();
         let task = tokio::spawn(accept_loop(shared, listener));
         Ok(Proxy {
             addr: local,
             log,
+            credentials,
             task,
         })
     }
@@ -180,10 +191,12 @@ impl Proxy {
             UnixListener::bind(path).map_err(|e| bind_error(&path.display().to_string(), &e))?;
         let shared = shared(policy)?;
         let log = shared.log.clone();
+        let credentials = shared.credentials();
         let task = tokio::spawn(accept_loop(shared, listener));
         Ok(Proxy {
             addr: None,
             log,
+            credentials,
             task,
         })
     }
@@ -199,6 +212,13 @@ impl Proxy {
     pub fn log(&self) -> ProxyLog {
         self.log.clone()
     }
+
+    /// With credentials in the policy: this run's placeholders and CA
+    /// certificate, for the command's environment and view.
+    #[must_use]
+    pub fn credentials(&self) -> Option<&CredentialSession> {
+        self.credentials.as_ref()
+    }
 }
 
 fn bind_error(what: &str, e: &std::io::Error) -> EgressError {
@@ -209,10 +229,12 @@ fn bind_error(what: &str, e: &std::io::Error) -> EgressError {
 }
 
 fn shared(policy: EgressPolicy) -> Result<Arc<Shared>, EgressError> {
+    let terminator = terminate::Terminator::new(&policy)?;
     Ok(Arc::new(Shared {
         client: Client::new(policy)?,
         log: ProxyLog::default(),
         pool: forward::UpstreamPool::default(),
+        terminator,
         #[cfg(target_os = "linux")]
         handed_over: std::sync::atomic::AtomicUsize::new(0),
     }))

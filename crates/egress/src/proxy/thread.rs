@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 
 use super::Proxy;
 use super::log::ProxyLog;
+use super::terminate::CredentialSession;
 use crate::error::EgressError;
 use crate::policy::EgressPolicy;
 
@@ -14,6 +15,7 @@ use crate::policy::EgressPolicy;
 pub struct ProxyThread {
     addr: Option<SocketAddr>,
     log: ProxyLog,
+    credentials: Option<CredentialSession>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -61,7 +63,11 @@ impl ProxyThread {
                     };
                     match proxy {
                         Ok(proxy) => {
-                            let _ = ready_tx.send(Ok((proxy.local_addr(), proxy.log())));
+                            let _ = ready_tx.send(Ok((
+                                proxy.local_addr(),
+                                proxy.log(),
+                                proxy.credentials().cloned(),
+                            )));
                             let _ = stop_rx.await;
                             drop(proxy);
                         }
@@ -73,9 +79,10 @@ impl ProxyThread {
             })
             .map_err(|e| config_error(format!("cannot start a thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok((addr, log))) => Ok(ProxyThread {
+            Ok(Ok((addr, log, credentials))) => Ok(ProxyThread {
                 addr,
                 log,
+                credentials,
                 stop: Some(stop_tx),
                 thread: Some(thread),
             }),
@@ -100,6 +107,12 @@ impl ProxyThread {
     #[must_use]
     pub fn log(&self) -> ProxyLog {
         self.log.clone()
+    }
+
+    /// As [`Proxy::credentials`].
+    #[must_use]
+    pub fn credentials(&self) -> Option<&CredentialSession> {
+        self.credentials.as_ref()
     }
 }
 

@@ -45,6 +45,9 @@ pub(crate) async fn connect(shared: &Arc<Shared>, req: Request<Incoming>) -> Res
         Err(e) => return refusal(shared, log, &e),
     };
     let host = log.host.clone();
+    if shared.terminator.as_ref().is_some_and(|t| t.binds(&host)) {
+        return super::terminate::connect(shared, req, &verdict, addrs, shared.log.open(log));
+    }
     // Decided: logged before anything is dialled.
     let logged = shared.log.open(log);
     let (upstream, addr) = match dial(shared, &host, &url, &addrs).await {

@@ -11,6 +11,8 @@ mod limits;
 mod messages;
 mod oracle;
 mod proxy;
+mod rewrite;
+mod rewrite_oracle;
 mod support;
 mod tables;
 mod tls;

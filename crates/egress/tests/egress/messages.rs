@@ -2,8 +2,8 @@
 //! and each names what was refused, the rule and what is allowed.
 
 use agentcaps_egress::{
-    EgressError, EgressPolicy, EgressPolicyConfig, HeaderRule, Method, Phase, RedirectRule,
-    parse_method,
+    CredentialRule, EgressError, EgressPolicy, EgressPolicyConfig, HeaderRule, Method, Phase,
+    RedirectRule, parse_method,
 };
 
 fn lexical(policy: &EgressPolicy, url: &str, method: &str) -> EgressError {
@@ -109,7 +109,24 @@ fn all_refusals() -> Vec<EgressError> {
             phase: Phase::Dns,
             limit_ms: 5000,
         },
+        credential(CredentialRule::Host("github.com, api.github.com".into())),
+        credential(CredentialRule::Method("DELETE".into())),
+        credential(CredentialRule::Path("/repos/other/x".into())),
+        credential(CredentialRule::Cleartext),
+        EgressError::Credential {
+            name: String::new(),
+            host: "api.github.com".into(),
+            rule: CredentialRule::HostMismatch("other.example".into()),
+        },
     ]
+}
+
+fn credential(rule: CredentialRule) -> EgressError {
+    EgressError::Credential {
+        name: "github".into(),
+        host: "api.github.com".into(),
+        rule,
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod support;
 
 mod attacks;
 mod clients;
+mod credentials;
 mod forward;
 mod inside;
 mod limits;

@@ -11,11 +11,11 @@ use crate::support::dns::{DnsServer, Rec};
 use crate::support::http::{Reply, Server, handler};
 use crate::{policy, proxy, url_of};
 
-const WHEEL: &str = "demo_pkg-1.0-py3-none-any.whl";
+pub const WHEEL: &str = "demo_pkg-1.0-py3-none-any.whl";
 
 /// The Python that has pip: the CI virtualenv (`.ci/run` makes it), else
 /// `python3`.
-fn python() -> PathBuf {
+pub fn python() -> PathBuf {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/pyvenv/bin/python");
     if venv.exists() {
         venv
@@ -26,7 +26,7 @@ fn python() -> PathBuf {
 
 /// Builds a minimal pure-Python wheel in `dir`; returns its bytes and
 /// SHA-256.
-fn build_wheel(dir: &Path) -> (Vec<u8>, String) {
+pub fn build_wheel(dir: &Path) -> (Vec<u8>, String) {
     let script = r#"
 import hashlib, sys, zipfile
 path = sys.argv[1]
@@ -57,6 +57,46 @@ print(hashlib.sha256(open(path, "rb").read()).hexdigest())
     (std::fs::read(&path).unwrap(), hash)
 }
 
+/// `python -m pip download demo-pkg==1.0` without dependencies, binaries
+/// only, no cache, no prompt, no retry.
+pub fn pip_download() -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(python());
+    command
+        .args(["-m", "pip", "download", "demo-pkg==1.0", "--no-deps"])
+        .args([
+            "--only-binary=:all:",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-input", "--retries", "0", "--timeout", "15"]);
+    command
+}
+
+/// The index's answer at `path`: the simple page for `demo-pkg`, the
+/// wheel, or `404`.
+pub fn index(path: &str, hash: &str, wheel: &[u8]) -> Reply {
+    match path {
+        "/simple/demo-pkg/" => Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/html".into())],
+            body: format!(
+                "<!DOCTYPE html><html><body><a href=\"/files/{WHEEL}#sha256={hash}\">{WHEEL}</a></body></html>"
+            )
+            .into_bytes(),
+        },
+        p if p == format!("/files/{WHEEL}") => Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "application/octet-stream".into())],
+            body: wheel.to_vec(),
+        },
+        _ => Reply {
+            status: 404,
+            headers: Vec::new(),
+            body: b"not found".to_vec(),
+        },
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(windows, ignore = "drives pip, which this Windows (Wine) has not")]
 async fn pip_download_works_through_the_proxy() {
@@ -67,26 +107,7 @@ async fn pip_download_works_through_the_proxy() {
     let served = wheel.clone();
     let index = Server::start(
         "127.0.0.2:0",
-        handler(move |seen| match seen.path.as_str() {
-            "/simple/demo-pkg/" => Reply {
-                status: 200,
-                headers: vec![("content-type".into(), "text/html".into())],
-                body: format!(
-                    "<!DOCTYPE html><html><body><a href=\"/files/{WHEEL}#sha256={hash}\">{WHEEL}</a></body></html>"
-                )
-                .into_bytes(),
-            },
-            p if p == format!("/files/{WHEEL}") => Reply {
-                status: 200,
-                headers: vec![("content-type".into(), "application/octet-stream".into())],
-                body: served.clone(),
-            },
-            _ => Reply {
-                status: 404,
-                headers: Vec::new(),
-                body: b"not found".to_vec(),
-            },
-        }),
+        handler(move |seen| index(&seen.path, &hash, &served)),
     )
     .await;
     let dns = DnsServer::start().await;
@@ -95,14 +116,7 @@ async fn pip_download_works_through_the_proxy() {
     let proxy = proxy(&policy(&dns, &["127.0.0.2/32"], &[p])).await;
     let out = tokio::time::timeout(
         Duration::from_secs(120),
-        tokio::process::Command::new(python())
-            .args(["-m", "pip", "download", "demo-pkg==1.0", "--no-deps"])
-            .args([
-                "--only-binary=:all:",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-            ])
-            .args(["--no-input", "--retries", "0", "--timeout", "15"])
+        pip_download()
             .arg("--index-url")
             .arg(format!("http://pypi.example.com:{p}/simple/"))
             .args(["--trusted-host", "pypi.example.com"])

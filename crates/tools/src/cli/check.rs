@@ -143,7 +143,14 @@ pub(crate) fn policy(args: &CommonArgs) -> Outcome {
     }
     let origin = policy.origin().to_string();
     let text = policy.effective_toml();
+    // Name, source and hosts: never a value.
+    let credentials: Vec<_> = policy
+        .credentials()
+        .iter()
+        .map(|c| json!({"name": c.name, "source": c.source.to_string(), "hosts": c.credential.hosts()}))
+        .collect();
     Outcome::allowed(text.trim_end().to_owned())
+        .with("credentials", json!(credentials))
         .with("origin", json!(origin))
         .with("warnings", json!(warnings))
         .with("effective", json!(text))

@@ -1,0 +1,341 @@
+//! Credentials end to end, with the real `agentcaps` binary and a command
+//! in its private view (`network = "proxy"`): the command holds only a
+//! placeholder — in its environment, and nowhere in its files, any
+//! process's `/proc/*/environ`, `run --json` or stderr is the real value —
+//! while the bound HTTPS server (a Python server on loopback whose test CA
+//! the policy trusts through `root_certificates`, its name answered by a
+//! DNS responder on loopback) sees the real value. `http_request` with
+//! `credential` authenticates to the bound host and is refused elsewhere.
+//!
+//! Linux only: the private view is what keeps the value out of reach.
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use agentcaps::Policy;
+use agentcaps_tools::Toolbox;
+
+const VALUE: &str = "ghp_ToolsValue0123456789abcdefABCDEF012";
+const BOUND: &str = "api.bound.test";
+const OTHER: &str = "other.unbound.test";
+
+/// A DNS responder on loopback: `A` for the two test names (127.0.0.2),
+/// no answer for anything else.
+fn dns() -> u16 {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((n, from)) = socket.recv_from(&mut buf) {
+            let query = &buf[..n];
+            let Some(reply) = answer(query) else { continue };
+            let _ = socket.send_to(&reply, from);
+        }
+    });
+    port
+}
+
+fn answer(query: &[u8]) -> Option<Vec<u8>> {
+    let mut at = 12;
+    let mut labels = Vec::new();
+    loop {
+        let len = usize::from(*query.get(at)?);
+        at += 1;
+        if len == 0 {
+            break;
+        }
+        labels.push(String::from_utf8_lossy(query.get(at..at + len)?).to_lowercase());
+        at += len;
+    }
+    let qtype = u16::from_be_bytes([*query.get(at)?, *query.get(at + 1)?]);
+    let question_end = at + 4;
+    let name = labels.join(".");
+    let known = name == BOUND || name == OTHER;
+    let mut reply = query.get(..question_end)?.to_vec();
+    reply[2] = 0x81;
+    reply[3] = if known { 0x80 } else { 0x83 };
+    let a = known && qtype == 1;
+    reply[6..8].copy_from_slice(&u16::from(a).to_be_bytes());
+    reply[8..12].copy_from_slice(&[0, 0, 0, 0]);
+    if a {
+        reply.extend_from_slice(&[0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 2]);
+    }
+    Some(reply)
+}
+
+/// The test CA (PEM) and a leaf for both names, written into `dir`.
+fn certificates(dir: &Path) -> PathBuf {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "tools test CA");
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let ca = rcgen::CertifiedIssuer::self_signed(params, ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let leaf = rcgen::CertificateParams::new(vec![BOUND.to_owned(), OTHER.to_owned()])
+        .unwrap()
+        .signed_by(&key, &ca)
+        .unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("leaf.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("leaf.key"), key.serialize_pem()).unwrap();
+    dir.join("seen.log")
+}
+
+const SERVER: &str = r#"
+import http.server, ssl, sys
+log = open(sys.argv[3], "a")
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        log.write("%s %s %s\n" % (self.headers.get("Host"), self.path, self.headers.get("Authorization")))
+        log.flush()
+        body = ("ok " + self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), H)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+
+/// The HTTPS server, killed when dropped.
+struct Https {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Https {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Https {
+    fn start(dir: &Path) -> Https {
+        let log = certificates(dir);
+        let mut child = Command::new("python3")
+            .args(["-c", SERVER])
+            .arg(dir.join("leaf.pem"))
+            .arg(dir.join("leaf.key"))
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("the server's port");
+        Https { child, port, log }
+    }
+
+    fn seen(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// A tree whose policy binds the credential `api` (read from a file
+/// outside every root) to the bound name.
+fn setup(commands: &str) -> (common::Tree, Https, PathBuf) {
+    let tree = common::Tree::new();
+    let server = Https::start(&tree.top);
+    let dns = dns();
+    std::fs::write(tree.top.join("token"), format!("{VALUE}\n")).unwrap();
+    let policy = tree.policy(&format!(
+        "allowed_commands = [{commands}]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\nroot_certificates = [\"ca.pem\"]\n\n[credentials.api]\nfrom_file = \"token\"\nenv = \"API_TOKEN\"\nhosts = [\"{BOUND}\"]\n",
+        port = server.port
+    ));
+    (tree, server, policy)
+}
+
+const FETCH: &str = r#"
+import os, sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + os.environ["API_TOKEN"]})
+try:
+    print(urllib.request.urlopen(req, timeout=20).read().decode())
+except Exception as e:
+    print("failed:", e)
+"#;
+
+/// Looks for the value (given rot13'd, so neither this script nor its
+/// arguments hold it) in every process's environment and every file of
+/// the view outside the runtime directories; prints what holds it, and
+/// whether the CA bundle holds a private key.
+const SEARCH: &str = r#"
+import codecs, os, sys
+value = codecs.decode(sys.argv[1], "rot13").encode()
+found = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        try:
+            if value in open("/proc/%s/environ" % pid, "rb").read():
+                found.append("environ " + pid)
+        except OSError:
+            pass
+skip = ("/proc", "/sys", "/dev", "/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin")
+for top, dirs, files in os.walk("/"):
+    dirs[:] = [d for d in dirs if os.path.join(top, d) not in skip]
+    for name in files:
+        path = os.path.join(top, name)
+        try:
+            if os.path.islink(path) or os.path.getsize(path) > 4 << 20:
+                continue
+            if value in open(path, "rb").read():
+                found.append(path)
+        except OSError:
+            pass
+bundle = open(os.environ["SSL_CERT_FILE"], "rb").read()
+print("found", found, "key", b"PRIVATE KEY" in bundle, "certs", bundle.count(b"BEGIN CERTIFICATE") > 1)
+"#;
+
+fn rot13(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            'a'..='z' => char::from((c as u8 - b'a' + 13) % 26 + b'a'),
+            'A'..='Z' => char::from((c as u8 - b'A' + 13) % 26 + b'A'),
+            other => other,
+        })
+        .collect()
+}
+
+#[test]
+fn a_command_holds_only_the_placeholder_and_the_bound_server_gets_the_value() {
+    let (tree, server, policy) = setup("\"env\", \"python3\"");
+    std::fs::write(tree.root.join("fetch.py"), FETCH).unwrap();
+    std::fs::write(tree.root.join("search.py"), SEARCH).unwrap();
+
+    let env = tree.run_json(&policy, &["env"]);
+    assert_eq!(env["exit_code"], 0, "{env}");
+    let stdout = env["stdout"].as_str().unwrap_or_default();
+    let placeholder = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("API_TOKEN="))
+        .unwrap_or_else(|| panic!("no API_TOKEN in {stdout}"));
+    assert_eq!(placeholder.len(), VALUE.len());
+    assert!(placeholder.starts_with("ghp_") && placeholder != VALUE);
+    for var in [
+        "SSL_CERT_FILE",
+        "CURL_CA_BUNDLE",
+        "REQUESTS_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+        "GIT_SSL_CAINFO",
+        "CARGO_HTTP_CAINFO",
+        "PIP_CERT",
+    ] {
+        assert!(
+            stdout.contains(&format!("{var}=/etc/agentcaps/ca-bundle.pem")),
+            "{var}: {stdout}"
+        );
+    }
+    assert!(stdout.contains(&format!(
+        "GIT_CONFIG_KEY_0=http.https://{BOUND}/.extraHeader"
+    )));
+    assert!(!env.to_string().contains(VALUE), "{env}");
+
+    let url = format!("https://{BOUND}:{}/user", server.port);
+    let fetched = tree.run_json(&policy, &["python3", "fetch.py", &url]);
+    assert_eq!(fetched["stdout"], "ok /user\n", "{fetched}");
+    assert!(
+        server.seen().contains(&format!("/user Bearer {VALUE}")),
+        "{}",
+        server.seen()
+    );
+    let connections = fetched["connections"].as_array().expect("connections");
+    assert!(
+        connections.iter().all(|c| c["decision"] == "allow"),
+        "{fetched}"
+    );
+    assert!(!fetched.to_string().contains(VALUE), "{fetched}");
+
+    // The same placeholder toward a host it is not bound to: an opaque
+    // tunnel (the server's own certificate, which the bundle's test CA
+    // verifies), and only the placeholder arrives.
+    let other = format!("https://{OTHER}:{}/elsewhere", server.port);
+    let fetched = tree.run_json(&policy, &["python3", "fetch.py", &other]);
+    assert_eq!(fetched["stdout"], "ok /elsewhere\n", "{fetched}");
+    let seen = server.seen();
+    let line = seen.lines().find(|l| l.contains("/elsewhere")).unwrap();
+    // That run's placeholder: the value's shape, new for every run.
+    let sent = line.rsplit(' ').next().unwrap_or_default();
+    assert!(line.contains(" Bearer ghp_"), "{line}");
+    assert_eq!(sent.len(), VALUE.len(), "{line}");
+    assert!(sent != VALUE && sent != placeholder, "{line}");
+    assert!(
+        !seen
+            .lines()
+            .any(|l| l.contains("/elsewhere") && l.contains(VALUE))
+    );
+
+    let searched = tree.run_json(&policy, &["python3", "search.py", &rot13(VALUE)]);
+    assert_eq!(
+        searched["stdout"], "found [] key False certs True\n",
+        "{searched}"
+    );
+    assert!(!searched.to_string().contains(VALUE));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_request_with_a_credential_authenticates_to_the_bound_host_only() {
+    let (tree, server, policy) = setup("\"env\"");
+    let policy = Policy::load(&policy).expect("policy");
+    let toolbox = Toolbox::new(&policy, &tree.root).expect("toolbox");
+    let url = format!("https://{BOUND}:{}/tool", server.port);
+    let out = toolbox
+        .call(
+            "http_request",
+            serde_json::json!({"url": url, "credential": "api"}),
+        )
+        .await
+        .expect("allowed");
+    assert_eq!(out.structured["status"], 200, "{}", out.structured);
+    assert!(server.seen().contains(&format!("/tool Bearer {VALUE}")));
+    assert!(!out.structured.to_string().contains(VALUE));
+    // Elsewhere: refused before anything is sent, naming the credential.
+    let other = format!("https://{OTHER}:{}/tool-elsewhere", server.port);
+    let refused = toolbox
+        .call(
+            "http_request",
+            serde_json::json!({"url": other, "credential": "api"}),
+        )
+        .await
+        .expect_err("refused");
+    let text = refused.to_model_text();
+    assert_eq!(refused.rule(), "credential-unbound", "{text}");
+    assert!(text.contains("`api`") && !text.contains(VALUE), "{text}");
+    // Cleartext to the bound host: refused too.
+    let plain = format!("http://{BOUND}:{}/tool-plain", server.port);
+    let refused = toolbox
+        .call(
+            "http_request",
+            serde_json::json!({"url": plain, "credential": "api"}),
+        )
+        .await
+        .expect_err("refused");
+    assert_eq!(refused.rule(), "credential-cleartext");
+    assert!(!server.seen().contains("tool-elsewhere") && !server.seen().contains("tool-plain"));
+    // An unknown name is an error, never a request without it.
+    let unknown = toolbox
+        .call(
+            "http_request",
+            serde_json::json!({"url": url, "credential": "nope"}),
+        )
+        .await
+        .expect_err("unknown credential");
+    assert!(unknown.to_model_text().contains("nope"));
+    let _ = std::io::stdout().flush();
+}
