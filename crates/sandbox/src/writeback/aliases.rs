@@ -26,11 +26,13 @@ pub(crate) struct Aliases {
 }
 
 /// More links than this are not followed while resolving one (a loop).
+#[cfg_attr(not(unix), allow(dead_code))]
 const MAX_LINKS: usize = 40;
 
 impl Aliases {
     /// The guarded links of every root in `roots`.
     pub(crate) fn of_roots(policy: &PathPolicy, roots: &[&Path]) -> Self {
+        #[cfg_attr(not(unix), allow(unused_mut))]
         let mut aliases = Self::default();
         for root in roots {
             #[cfg(unix)]
@@ -76,6 +78,7 @@ impl Aliases {
 
 /// Whether a link at `location` makes what it leads to reachable by a
 /// guarded name.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn guarded(policy: &PathPolicy, location: &Path) -> bool {
     if policy.judge_link_location(location).is_err() {
         return true;
@@ -89,6 +92,7 @@ fn guarded(policy: &PathPolicy, location: &Path) -> bool {
 /// Where the link at `link` leads now: its target read from the link's
 /// directory, each link met on the way followed, the part that does not
 /// exist taken as spelled. `None` for a loop or an unreadable link.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn resolve(link: &Path) -> Option<PathBuf> {
     let mut links = 0usize;
     let mut pending: Vec<std::ffi::OsString> = Vec::new();
@@ -118,6 +122,7 @@ fn resolve(link: &Path) -> Option<PathBuf> {
 
 /// Queues `target`'s components (last first, so they pop in order); an
 /// absolute target starts again at `/`.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn push_components(target: &Path, at: &mut PathBuf, pending: &mut Vec<std::ffi::OsString>) {
     let mut names = Vec::new();
     for component in target.components() {
