@@ -74,13 +74,16 @@ impl ProcessTree {
     }
 
     fn signal_leader(&self, signal: rustix::process::Signal) {
-        if let Some(pid) = self
-            .group
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw)
-        {
+        if let Some(pid) = self.leader() {
             let _ = rustix::process::kill_process(pid, signal);
         }
+    }
+
+    /// The leader's pid, which is also the group's id.
+    fn leader(&self) -> Option<rustix::process::Pid> {
+        self.group
+            .and_then(|id| i32::try_from(id).ok())
+            .and_then(rustix::process::Pid::from_raw)
     }
 }
 
@@ -148,11 +151,7 @@ impl ProcessTree {
     /// the runner does), never once the tree is known to be empty.
     pub(crate) fn kill(&mut self) {
         #[cfg(unix)]
-        if let Some(pid) = self
-            .group
-            .and_then(|id| i32::try_from(id).ok())
-            .and_then(rustix::process::Pid::from_raw)
-        {
+        if let Some(pid) = self.leader() {
             let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         }
         #[cfg(windows)]

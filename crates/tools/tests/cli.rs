@@ -637,6 +637,19 @@ fn fetch_says_on_stderr_when_the_body_was_cut() {
     );
 }
 
+/// How many processes run `sleep MARKER` (their command line exactly).
+#[cfg(target_os = "linux")]
+fn sleeps(marker: &str) -> usize {
+    let cmdline = format!("sleep\0{marker}\0");
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|found| found.as_slice() == cmdline.as_bytes())
+        .count()
+}
+
 /// Where no view can be built (here: no user namespace may be made), the
 /// command runs Landlock-only under the reaper: killing `agentcaps run`
 /// still kills the command and what it detached with `setsid` within a
@@ -664,15 +677,7 @@ fn without_a_view_killing_agentcaps_kills_the_command_and_its_detached_within_a_
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("unshare (util-linux) runs");
-    let sleepers = || {
-        std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .filter(|cmdline| cmdline.as_slice() == b"sleep\0987675\0")
-            .count()
-    };
+    let sleepers = || sleeps("987675");
     let started = std::time::Instant::now();
     while sleepers() < 2 {
         assert!(
@@ -719,14 +724,7 @@ fn killing_agentcaps_kills_the_view_within_a_second() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .expect("agentcaps");
-        let running = || {
-            std::fs::read_dir("/proc")
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-                .any(|cmdline| cmdline == format!("sleep\0{marker}\0").as_bytes())
-        };
+        let running = || sleeps(marker) > 0;
         let started = std::time::Instant::now();
         while !running() {
             assert!(

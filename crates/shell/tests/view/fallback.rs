@@ -20,6 +20,16 @@ fn inheritable_secret() -> (tempfile::NamedTempFile, std::fs::File) {
     (secret, file)
 }
 
+/// The project's policy with the private view turned off by the host (the
+/// helper still known, so the reaper runs the command).
+fn without_view(project: &Project) -> agentcaps_shell::ShellPolicy {
+    project
+        .policy()
+        .private_view(false)
+        .build()
+        .expect("policy")
+}
+
 #[test]
 fn a_descriptor_the_host_left_open_is_not_inherited() {
     let (_secret, file) = inheritable_secret();
@@ -50,11 +60,7 @@ fn a_descriptor_the_host_left_open_is_not_inherited() {
 #[test]
 fn a_setsid_grandchild_dies_when_the_command_ends() {
     let project = Project::new();
-    let policy = project
-        .policy()
-        .private_view(false)
-        .build()
-        .expect("policy");
+    let policy = without_view(&project);
     let result = project.sh(
         &policy,
         "setsid sh -c '(sleep 987681 &) ; (sleep 987681 &)' ; echo started\n",
@@ -91,11 +97,7 @@ fn a_timed_out_run_returns_on_time_and_leaves_nothing_though_the_command_ignores
 #[test]
 fn a_cancelled_call_kills_the_detached_too() {
     let project = Project::new();
-    let policy = project
-        .policy()
-        .private_view(false)
-        .build()
-        .expect("policy");
+    let policy = without_view(&project);
     std::fs::write(
         project.root.join("run.sh"),
         "setsid sh -c '(sleep 987684 &)' ; echo started > started.txt; sleep 987684\n",
@@ -131,11 +133,7 @@ fn a_cancelled_call_kills_the_detached_too() {
 #[test]
 fn the_command_status_and_output_come_through_the_reaper() {
     let project = Project::new();
-    let policy = project
-        .policy()
-        .private_view(false)
-        .build()
-        .expect("policy");
+    let policy = without_view(&project);
     let result = project.sh(&policy, "echo out; echo err >&2; exit 7\n");
     assert_eq!(result.exit, Exit::Code(7), "{result:#?}");
     assert_eq!(result.stdout, "out\n");
