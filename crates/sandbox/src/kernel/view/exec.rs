@@ -177,7 +177,10 @@ fn start(spec: &ExecSpec) -> io::Result<i32> {
                 }
                 continue;
             }
-            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            // Only a ready descriptor is read: a blocking read would stop
+            // the look for the runner.
+            Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {}
             Err(error) => {
                 kill_all_beneath();
                 return Err(error.into());
@@ -190,7 +193,8 @@ fn start(spec: &ExecSpec) -> io::Result<i32> {
                 }
             }
             Ok(Some(_stop)) => {
-                // A timeout, a cancelled call or the runner's death.
+                // A timeout or a cancelled call (SIGTERM), or a hang-up or
+                // interrupt meant for the command's tree.
                 kill_all_beneath();
                 return Ok(128 + Signal::SIGKILL as i32);
             }
