@@ -2,7 +2,7 @@
 //!
 //! The default tables live in `default_rules.toml` and `git_rules.toml`
 //! beside this file (read them: every rule carries the reason shown to the
-//! model). A host adds tables, or rules to an existing program's table, with
+//! model); each is parsed when a command first names its program. A host adds tables, or rules to an existing program's table, with
 //! [`ProgramRules`] values.
 
 use std::collections::BTreeMap;
@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ShellError;
 use crate::identity::identity;
+
+mod shipped;
 
 /// The default tables, as shipped: most programs, then git's (its grammar
 /// has a table per subcommand, so it has a file of its own).
@@ -454,59 +456,94 @@ pub struct OperandRule {
     pub reason: String,
 }
 
-#[derive(Deserialize)]
-struct RuleFile {
-    program: Vec<ProgramRules>,
-}
-
 /// The compiled rule tables, keyed by program identity.
+///
+/// The shipped tables are parsed when a command first names their program
+/// (see [`shipped`]); a host's tables are added as they come.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RuleSet {
-    programs: BTreeMap<String, ProgramRules>,
+    programs: BTreeMap<String, Entry>,
     /// Other names of a program (an alias's identity → the table's key).
     aliases: BTreeMap<String, String>,
 }
 
-impl RuleSet {
-    /// The shipped default tables.
-    pub(crate) fn defaults() -> Result<Self, ShellError> {
-        static PARSED: OnceLock<Result<Vec<ProgramRules>, String>> = OnceLock::new();
-        let parsed = PARSED.get_or_init(|| {
-            let mut tables = Vec::new();
-            for text in DEFAULT_RULES {
-                let file = toml::from_str::<RuleFile>(text).map_err(|e| e.to_string())?;
-                tables.extend(file.program);
-            }
-            Ok(tables)
-        });
-        match parsed {
-            Ok(tables) => {
-                let mut set = Self::default();
-                for table in tables {
-                    set.add(table.clone())?;
-                }
-                Ok(set)
-            }
-            Err(message) => Err(ShellError::Config {
-                message: format!("the default rule tables do not parse: {message}"),
-            }),
+/// One program's table: the shipped texts it comes from (parsed on first
+/// use, in order, each one extending the one before), or a table given.
+#[derive(Debug, Clone, Default)]
+struct Entry {
+    shipped: Vec<shipped::Shipped>,
+    table: OnceLock<Result<ProgramRules, String>>,
+}
+
+impl Entry {
+    fn given(table: ProgramRules) -> Self {
+        Entry {
+            shipped: Vec::new(),
+            table: OnceLock::from(Ok(table)),
         }
     }
 
-    /// Add a table; rules for a program already present are appended to its
-    /// table (a host extends, it never silently replaces).
-    pub(crate) fn add(&mut self, table: ProgramRules) -> Result<(), ShellError> {
-        for rule in &table.refuse {
-            validate_spelling(&table.name, &rule.option)?;
+    /// The table, parsed now if it was not yet.
+    fn table(&self) -> Result<&ProgramRules, ShellError> {
+        self.table
+            .get_or_init(|| {
+                let mut parts = self.shipped.iter();
+                let first = parts.next().ok_or("a program without a table")?;
+                let mut table = shipped::parse(first)?;
+                check(&table).map_err(|e| e.to_string())?;
+                for part in parts {
+                    let more = shipped::parse(part)?;
+                    check(&more).map_err(|e| e.to_string())?;
+                    merge(&mut table, more);
+                }
+                Ok(table)
+            })
+            .as_ref()
+            .map_err(|message| ShellError::Config {
+                message: format!("the default rule tables do not parse: {message}"),
+            })
+    }
+
+    fn table_mut(&mut self) -> Result<&mut ProgramRules, ShellError> {
+        self.table()?;
+        match self.table.get_mut() {
+            Some(Ok(table)) => Ok(table),
+            _ => Err(ShellError::Config {
+                message: "the default rule tables do not parse".to_owned(),
+            }),
         }
-        if let Some(grammar) = &table.grammar {
-            validate_grammar(&table.name, grammar)?;
+    }
+}
+
+impl RuleSet {
+    /// The shipped default tables (each parsed when first used).
+    pub(crate) fn defaults() -> Result<Self, ShellError> {
+        static INDEX: OnceLock<Result<Vec<shipped::Shipped>, String>> = OnceLock::new();
+        let index = INDEX.get_or_init(|| shipped::index(&DEFAULT_RULES));
+        let tables = index.as_ref().map_err(|message| ShellError::Config {
+            message: format!("the default rule tables do not parse: {message}"),
+        })?;
+        let mut set = Self::default();
+        for table in tables {
+            let key = set.key_for(&table.name, &table.aliases)?;
+            set.programs
+                .entry(key)
+                .or_default()
+                .shipped
+                .push(table.clone());
         }
-        let mut key = identity(&table.name);
+        Ok(set)
+    }
+
+    /// The key of a table named `name` with `aliases`, the aliases
+    /// recorded: an alias of a program already present names that
+    /// program's table.
+    fn key_for(&mut self, name: &str, aliases: &[String]) -> Result<String, ShellError> {
+        let mut key = identity(name);
         if let Some(primary) = self.aliases.get(&key) {
             key = primary.clone();
         }
-        for alias in &table.aliases {
+        for alias in aliases {
             let alias = identity(alias);
             if !alias.is_empty() && alias != key && !self.programs.contains_key(&alias) {
                 self.aliases.insert(alias, key.clone());
@@ -517,51 +554,92 @@ impl RuleSet {
                 message: "a rule table has an empty program name".to_owned(),
             });
         }
+        Ok(key)
+    }
+
+    /// Add a table; rules for a program already present are appended to its
+    /// table (a host extends, it never silently replaces).
+    pub(crate) fn add(&mut self, table: ProgramRules) -> Result<(), ShellError> {
+        check(&table)?;
+        let key = self.key_for(&table.name, &table.aliases)?;
         match self.programs.get_mut(&key) {
-            Some(existing) => {
-                existing.refuse.extend(table.refuse);
-                existing.text_value.extend(table.text_value);
-                existing.bundled_first |= table.bundled_first;
-                if table.arguments != Arguments::Paths {
-                    existing.arguments = table.arguments;
-                }
-                if table.access != ArgumentAccess::Read {
-                    existing.access = table.access;
-                }
-                if table.script.is_some() {
-                    existing.script = table.script;
-                }
-                existing.copy |= table.copy;
-                existing.refuse_remote |= table.refuse_remote;
-                existing.object_names |= table.object_names;
-                existing.file_urls |= table.file_urls;
-                existing.runs_programs &= table.runs_programs;
-                existing.starts_programs.extend(table.starts_programs);
-                existing.aliases.extend(table.aliases);
-                match (&mut existing.grammar, table.grammar) {
-                    (Some(mine), Some(theirs)) => mine.extend(theirs),
-                    (mine @ None, theirs) => *mine = theirs,
-                    (Some(_), None) => {}
-                }
-            }
+            Some(existing) => merge(existing.table_mut()?, table),
             None => {
-                self.programs.insert(key, table);
+                self.programs.insert(key, Entry::given(table));
             }
         }
         Ok(())
     }
 
-    /// The table for a program identity, if any.
+    /// Parses the table of a program identity now, if it has one: a
+    /// shipped table that does not parse is an error here, before a command
+    /// naming it is judged. ([`RuleSet::get`] then finds it parsed.)
+    pub(crate) fn load(&self, identity: &str) -> Result<(), ShellError> {
+        match self.entry(identity) {
+            Some(entry) => entry.table().map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
+    /// The table for a program identity, if any (see [`RuleSet::load`]).
     pub(crate) fn get(&self, identity: &str) -> Option<&ProgramRules> {
+        self.entry(identity)?.table().ok()
+    }
+
+    fn entry(&self, identity: &str) -> Option<&Entry> {
         match self.aliases.get(identity) {
             Some(primary) => self.programs.get(primary),
             None => self.programs.get(identity),
         }
     }
 
-    /// Every table.
+    /// Every table (all parsed; one that does not parse is left out, and
+    /// refuses every command that names its program).
     pub(crate) fn tables(&self) -> impl Iterator<Item = &ProgramRules> {
-        self.programs.values()
+        self.programs
+            .values()
+            .filter_map(|entry| entry.table().ok())
+    }
+}
+
+/// Whether a table's spellings and grammar are well formed.
+fn check(table: &ProgramRules) -> Result<(), ShellError> {
+    for rule in &table.refuse {
+        validate_spelling(&table.name, &rule.option)?;
+    }
+    if let Some(grammar) = &table.grammar {
+        validate_grammar(&table.name, grammar)?;
+    }
+    Ok(())
+}
+
+/// Adds `table`'s rules to `existing`'s (a second table for the same
+/// program): refusals add up, and a setting can only be made stricter or
+/// given where it was not.
+fn merge(existing: &mut ProgramRules, table: ProgramRules) {
+    existing.refuse.extend(table.refuse);
+    existing.text_value.extend(table.text_value);
+    existing.bundled_first |= table.bundled_first;
+    if table.arguments != Arguments::Paths {
+        existing.arguments = table.arguments;
+    }
+    if table.access != ArgumentAccess::Read {
+        existing.access = table.access;
+    }
+    if table.script.is_some() {
+        existing.script = table.script;
+    }
+    existing.copy |= table.copy;
+    existing.refuse_remote |= table.refuse_remote;
+    existing.object_names |= table.object_names;
+    existing.file_urls |= table.file_urls;
+    existing.runs_programs &= table.runs_programs;
+    existing.starts_programs.extend(table.starts_programs);
+    existing.aliases.extend(table.aliases);
+    match (&mut existing.grammar, table.grammar) {
+        (Some(mine), Some(theirs)) => mine.extend(theirs),
+        (mine @ None, theirs) => *mine = theirs,
+        (Some(_), None) => {}
     }
 }
 
@@ -766,6 +844,66 @@ mod tests {
         assert!(
             set.tables()
                 .all(|t| t.refuse.iter().all(|r| !r.reason.is_empty()))
+        );
+    }
+
+    /// The whole files, parsed at once and added table by table.
+    fn parsed_whole() -> RuleSet {
+        #[derive(Deserialize)]
+        struct RuleFile {
+            program: Vec<ProgramRules>,
+        }
+        let mut set = RuleSet::default();
+        for text in DEFAULT_RULES {
+            for table in toml::from_str::<RuleFile>(text).unwrap().program {
+                set.add(table).unwrap();
+            }
+        }
+        set
+    }
+
+    #[test]
+    fn each_table_read_alone_is_the_table_the_whole_file_gives() {
+        let whole = parsed_whole();
+        let lazy = RuleSet::defaults().unwrap();
+        assert_eq!(lazy.aliases, whole.aliases);
+        assert_eq!(
+            lazy.programs.keys().collect::<Vec<_>>(),
+            whole.programs.keys().collect::<Vec<_>>()
+        );
+        assert!(whole.programs.len() > 30, "{}", whole.programs.len());
+        for key in whole.programs.keys() {
+            assert!(lazy.load(key).is_ok(), "{key}");
+            assert_eq!(lazy.get(key), whole.get(key), "{key}");
+        }
+        // Nothing is parsed before a command names its program.
+        let fresh = RuleSet::defaults().unwrap();
+        assert!(fresh.programs.values().all(|e| e.table.get().is_none()));
+        assert!(fresh.get("gawk").is_some_and(|t| t.name == "awk"));
+        let parsed = fresh.programs.values().filter(|e| e.table.get().is_some());
+        assert_eq!(parsed.count(), 1);
+    }
+
+    #[test]
+    fn a_shipped_table_that_does_not_parse_refuses_its_program() {
+        let files = [
+            "# rules\n[[program]]\nname = \"ok\"\n",
+            "[[program]]\nname = \"broken\"\nrefuse = [ { option = \"C\", reason = \"no dash\" } ]\n[[program]]\nname = \"typo\"\ncopy = \"yes\"\n",
+        ];
+        let mut set = RuleSet::default();
+        for table in shipped::index(&files).unwrap() {
+            let key = set.key_for(&table.name, &table.aliases).unwrap();
+            set.programs.entry(key).or_default().shipped.push(table);
+        }
+        assert!(set.load("ok").is_ok());
+        for name in ["broken", "typo"] {
+            let err = set.load(name).unwrap_err();
+            assert_eq!(err.rule(), "config", "{err}");
+            assert!(set.get(name).is_none());
+        }
+        assert!(shipped::index(&["name = \"loose\"\n[[program]]\nname = \"x\"\n"]).is_err());
+        assert!(
+            shipped::index(&["[[program]]\naliases = [\n  \"y\",\n]\nname = \"x\"\n"]).is_err()
         );
     }
 

@@ -131,6 +131,11 @@ fn validate_at(
         }
         None => (argv, None),
     };
+    // The tables of the programs named, parsed before anything is judged
+    // by them.
+    for segment in &segments {
+        policy.rules.load(&segment.identity)?;
+    }
     let work = segments.last().ok_or(ShellError::EmptyCommand)?;
     let text = match &policy.paths {
         Some(_) => text_arguments(policy, &argv, work, when),
