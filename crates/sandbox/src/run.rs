@@ -127,9 +127,9 @@ impl Sandbox {
     pub async fn run(&self, command: SandboxCommand) -> Result<RunResult, SandboxError> {
         raise_open_files_limit();
         #[cfg(all(feature = "landlock", target_os = "linux"))]
-        let reason = match self.decide_view() {
+        let reason = match self.decide_view_to_run() {
             crate::view_run::ViewDecision::View { helper, base } => {
-                return self.run_in_view(&command, &helper, &base).await;
+                return self.run_in_view(command, &helper, &base).await;
             }
             crate::view_run::ViewDecision::Refuse(reason) => {
                 return Err(SandboxError::ViewFailed { reason });
@@ -281,7 +281,7 @@ impl Sandbox {
     /// The fallback: Landlock only (where the kernel has it), reported as
     /// `partial` with `reason`; refused when the policy requires full
     /// enforcement.
-    async fn run_without_view(
+    pub(crate) async fn run_without_view(
         &self,
         command: SandboxCommand,
         reason: String,

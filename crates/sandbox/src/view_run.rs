@@ -11,8 +11,8 @@ use crate::confinement::Sandbox;
 use crate::error::SandboxError;
 use crate::kernel::view::plan::{Request, plan};
 use crate::kernel::view::spec::{
-    DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, ProxyPort, Reported, RunSettings, SPEC_FILE,
-    ViewSpec,
+    DONE_FILE, INNER_PID_FILE, OUTCOME_FILE, Outcome, PROBE_FILE, PROBE_PASSED, ProxyPort,
+    Reported, RunSettings, SPEC_FILE, ViewSpec,
 };
 use crate::kernel::view::staging::{Staging, default_base, ensure_private_dir};
 use crate::kernel::view::{
@@ -48,32 +48,58 @@ impl Sandbox {
     /// Decides, once per helper and staging base in this process (the
     /// probe), whether commands get a private view.
     pub(crate) fn decide_view(&self) -> ViewDecision {
-        if !self.view.enabled {
-            return ViewDecision::Fallback("the host turned the private view off".to_owned());
-        }
-        let helper = match self.view_helper() {
-            Ok(helper) => helper,
-            Err(reason) => return ViewDecision::Fallback(reason),
-        };
-        let base = match &self.view.staging {
-            Some(base) => {
-                if let Err(error) = ensure_private_dir(base) {
-                    return ViewDecision::Refuse(format!(
-                        "the staging directory {} cannot be used ({error})",
-                        base.display()
-                    ));
-                }
-                base.clone()
-            }
-            None => match default_base() {
-                Ok(base) => base,
-                Err(reason) => return ViewDecision::Fallback(reason),
-            },
+        let (helper, base) = match self.view_setup() {
+            Ok(setup) => setup,
+            Err(decision) => return decision,
         };
         match probe_once(&helper, &base) {
             Ok(()) => ViewDecision::View { helper, base },
             Err(reason) => ViewDecision::Fallback(reason),
         }
+    }
+
+    /// [`Sandbox::decide_view`] for a run. Where this process has not
+    /// probed the helper and base yet, and the run makes every namespace
+    /// the probe makes (a private network), the run itself is the probe:
+    /// its helper tries the probe's steps before it starts anything of the
+    /// command ([`RunSettings::probe`]), and only what it found then may
+    /// make the run fall back. One start of the helper fewer.
+    pub(crate) fn decide_view_to_run(&self) -> ViewDecision {
+        let (helper, base) = match self.view_setup() {
+            Ok(setup) => setup,
+            Err(decision) => return decision,
+        };
+        if !self.allow_network && probed(&helper, &base).is_none() {
+            return ViewDecision::View { helper, base };
+        }
+        match probe_once(&helper, &base) {
+            Ok(()) => ViewDecision::View { helper, base },
+            Err(reason) => ViewDecision::Fallback(reason),
+        }
+    }
+
+    /// The helper and the staging base views would be built with, or the
+    /// decision where there are none.
+    fn view_setup(&self) -> Result<(PathBuf, PathBuf), ViewDecision> {
+        if !self.view.enabled {
+            return Err(ViewDecision::Fallback(
+                "the host turned the private view off".to_owned(),
+            ));
+        }
+        let helper = self.view_helper().map_err(ViewDecision::Fallback)?;
+        let base = match &self.view.staging {
+            Some(base) => {
+                if let Err(error) = ensure_private_dir(base) {
+                    return Err(ViewDecision::Refuse(format!(
+                        "the staging directory {} cannot be used ({error})",
+                        base.display()
+                    )));
+                }
+                base.clone()
+            }
+            None => default_base().map_err(ViewDecision::Fallback)?,
+        };
+        Ok((helper, base))
     }
 
     /// The helper to run the view with, or why there is none.
@@ -91,12 +117,58 @@ impl Sandbox {
     /// Whatever goes wrong with the view ends the run with
     /// [`SandboxError::ViewFailed`]: nothing is committed, and nothing is
     /// run again.
+    ///
+    /// Where this process has not probed `helper` and `base` yet, this run
+    /// is the probe: it falls back (and every later run of the process
+    /// with it) only when its helper said no view can be built here before
+    /// it started anything of the command, or could not be started at all.
     pub(crate) async fn run_in_view(
+        &self,
+        command: SandboxCommand,
+        helper: &Path,
+        base: &Path,
+    ) -> Result<RunResult, SandboxError> {
+        let probing = probed(helper, base).is_none();
+        match self.run_in_view_once(&command, helper, base, probing).await {
+            InView::Ran(result) => result,
+            InView::NoView(reason) => {
+                record_probe(helper, base, Err(reason.clone()));
+                self.run_without_view(command, reason).await
+            }
+        }
+    }
+
+    async fn run_in_view_once(
         &self,
         command: &SandboxCommand,
         helper: &Path,
         base: &Path,
-    ) -> Result<RunResult, SandboxError> {
+        probing: bool,
+    ) -> InView {
+        match self
+            .run_in_view_probing(command, helper, base, probing)
+            .await
+        {
+            Ok(ran) => ran,
+            // Nothing of the command started: where the probe has not said
+            // yet whether views exist here, it says now.
+            Err(error) if probing => match probe_once(helper, base) {
+                Ok(()) => InView::Ran(Err(error)),
+                Err(reason) => InView::NoView(reason),
+            },
+            Err(error) => InView::Ran(Err(error)),
+        }
+    }
+
+    /// [`Sandbox::run_in_view`]; `Err` when it failed before the helper
+    /// was started.
+    async fn run_in_view_probing(
+        &self,
+        command: &SandboxCommand,
+        helper: &Path,
+        base: &Path,
+        probing: bool,
+    ) -> Result<InView, SandboxError> {
         let failed = |reason: String| SandboxError::ViewFailed { reason };
         let staging = Staging::create(base).map_err(|error| {
             failed(format!(
@@ -167,6 +239,7 @@ impl Sandbox {
         spec.run.pids_cgroup = cgroup.as_ref().map(|c| c.path().to_path_buf());
         spec.run.skip_landlock = self.view.skip_landlock;
         spec.run.exec_only_program = !command.runs_programs;
+        spec.run.probe = probing;
         let text = serde_json::to_vec(&spec).map_err(|e| spawn_io(helper, e.into()))?;
         std::fs::write(staging.path().join(SPEC_FILE), text).map_err(|e| spawn_io(helper, e))?;
 
@@ -177,7 +250,50 @@ impl Sandbox {
             .current_dir("/");
         prepare(&mut cmd, command.stdin.is_some());
         let started = Instant::now();
-        let child = cmd.spawn().map_err(|e| spawn_io(helper, e))?;
+        let child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(error) if probing => {
+                return Ok(InView::NoView(format!(
+                    "the view helper {} cannot be started ({error})",
+                    helper.display()
+                )));
+            }
+            Err(error) => return Err(spawn_io(helper, error)),
+        };
+        let view = Started {
+            child,
+            staging,
+            started,
+            probing,
+            layers,
+            session,
+            cgroup,
+        };
+        Ok(match self.supervise_view(command, helper, view).await {
+            Ok(result) => InView::Ran(Ok(result)),
+            Err(Ended::Failed(error)) => InView::Ran(Err(error)),
+            Err(Ended::NoView(reason)) => InView::NoView(reason),
+        })
+    }
+
+    /// Supervises the helper of a run in its view, then judges and commits
+    /// what the command wrote.
+    async fn supervise_view(
+        &self,
+        command: &SandboxCommand,
+        helper: &Path,
+        view: Started,
+    ) -> Result<RunResult, Ended> {
+        let Started {
+            child,
+            staging,
+            started,
+            probing,
+            layers,
+            session,
+            cgroup,
+        } = view;
+        let failed = |reason: String| SandboxError::ViewFailed { reason };
         // The helper writes its done file only once every process of the
         // view is gone; with it and the end of the pipes the run is over,
         // and the helper's exit (the kernel tearing the namespaces down) is
@@ -200,6 +316,11 @@ impl Sandbox {
             // before it is gone.
             wait_until_gone(staging.path()).await;
         }
+        if probing {
+            let verdict = probe_verdict(staging.path(), helper, &ran.status, ran.timed_out);
+            record_probe(helper, base_of(&staging), verdict.clone());
+            verdict.map_err(Ended::NoView)?;
+        }
         // Written by the helper's outer stage, which nothing in the view can
         // reach, from what the view's first process reported on its pipe.
         let reported = std::fs::read(staging.path().join(OUTCOME_FILE))
@@ -210,22 +331,22 @@ impl Sandbox {
                 return Err(SandboxError::Spawn {
                     program: command.program.clone(),
                     source: std::io::Error::new(kind_of(kind), message.clone()),
-                });
+                }
+                .into());
             }
             _ if ran.timed_out => Exit::Signal(9),
             Some(Outcome::Exited(code)) => Exit::Code(*code),
             Some(Outcome::Signaled(signal)) => Exit::Signal(*signal),
             Some(Outcome::Failed(reason) | Outcome::Unavailable(reason)) => {
-                return Err(failed(format!(
-                    "the command's private view failed: {reason}"
-                )));
+                return Err(failed(format!("the command's private view failed: {reason}")).into());
             }
             _ => {
                 return Err(failed(format!(
                     "the view helper {} ended ({}) without saying how the command ended",
                     helper.display(),
                     ran.status
-                )));
+                ))
+                .into());
             }
         };
         // What the view applied, as the kernel answered it, against what was
@@ -238,7 +359,8 @@ impl Sandbox {
             return Err(failed(format!(
                 "the command staged {staged} bytes of changes, more than the {} its run may commit (max_change_bytes)",
                 self.limits.max_change_bytes
-            )));
+            ))
+            .into());
         }
         let changes = self.paths.as_ref().map(|paths| {
             let layers: Vec<(&Path, &Path)> = layers
@@ -405,9 +527,91 @@ fn host_files_spec(
     }
 }
 
+/// How a run in its view went: it ran (or failed, and nothing is run
+/// again), or its helper found before anything of the command started
+/// that no view can be built here. (Returned once per run: its size does
+/// not matter.)
+#[allow(clippy::large_enum_variant)]
+enum InView {
+    Ran(Result<RunResult, SandboxError>),
+    NoView(String),
+}
+
+/// Why a supervised run in its view ended without a result.
+enum Ended {
+    Failed(SandboxError),
+    NoView(String),
+}
+
+impl From<SandboxError> for Ended {
+    fn from(error: SandboxError) -> Self {
+        Ended::Failed(error)
+    }
+}
+
+/// A helper started for a run, and what the run holds until it is over.
+struct Started {
+    child: tokio::process::Child,
+    staging: Staging,
+    started: Instant,
+    probing: bool,
+    layers: Vec<crate::kernel::view::plan::Layer>,
+    session: Option<Box<dyn crate::network::ProxySession>>,
+    cgroup: Option<crate::kernel::view::pids::PidsCgroup>,
+}
+
 /// What the probe found, per helper and staging base, in this process.
 type Probes = BTreeMap<(PathBuf, PathBuf), Result<(), String>>;
 static PROBES: Mutex<Probes> = Mutex::new(BTreeMap::new());
+
+/// What this process's probe found for `helper` and `base`, if it ran.
+fn probed(helper: &Path, base: &Path) -> Option<Result<(), String>> {
+    let key = (helper.to_path_buf(), base.to_path_buf());
+    PROBES.lock().ok().and_then(|p| p.get(&key).cloned())
+}
+
+/// Remembers what the probe found (the first answer stays).
+fn record_probe(helper: &Path, base: &Path, found: Result<(), String>) {
+    if let Ok(mut probes) = PROBES.lock() {
+        probes
+            .entry((helper.to_path_buf(), base.to_path_buf()))
+            .or_insert(found);
+    }
+}
+
+/// The staging base a run's staging directory is in.
+fn base_of(staging: &Staging) -> &Path {
+    staging.path().parent().unwrap_or(staging.path())
+}
+
+/// What the helper of a probing run found, from its probe file: a view
+/// can be built (it said so before it started the view's first process,
+/// or it got as far as saying anything else: a failure of the run, never
+/// a fallback), or why not (it said so instead of starting anything, or
+/// it said nothing at all, as a program that is no helper does).
+fn probe_verdict(
+    staging: &Path,
+    helper: &Path,
+    status: &std::process::ExitStatus,
+    timed_out: bool,
+) -> Result<(), String> {
+    let said = std::fs::read_to_string(staging.join(PROBE_FILE)).ok();
+    match said
+        .as_deref()
+        .map(|text| text.split_once('\n').unwrap_or((text, "")))
+    {
+        Some((PROBE_PASSED, "")) => Ok(()),
+        Some(("unavailable", reason)) if !reason.is_empty() => {
+            Err(format!("the private view cannot be built here: {reason}"))
+        }
+        Some(_) => Ok(()),
+        None if timed_out || staging.join(OUTCOME_FILE).exists() => Ok(()),
+        None => Err(format!(
+            "the view helper {} did not answer its probe ({status})",
+            helper.display()
+        )),
+    }
+}
 
 /// Whether a view can be built with `helper` on `base`'s file system,
 /// found by trying once in this process: the helper is started in its probe
@@ -449,15 +653,12 @@ impl Sandbox {
 }
 
 fn probe_once(helper: &Path, base: &Path) -> Result<(), String> {
-    let key = (helper.to_path_buf(), base.to_path_buf());
-    if let Some(found) = PROBES.lock().ok().and_then(|p| p.get(&key).cloned()) {
+    if let Some(found) = probed(helper, base) {
         return found;
     }
     let found = probe(helper, base);
-    if let Ok(mut probes) = PROBES.lock() {
-        probes.insert(key, found.clone());
-    }
-    found
+    record_probe(helper, base, found.clone());
+    probed(helper, base).unwrap_or(found)
 }
 
 fn probe(helper: &Path, base: &Path) -> Result<(), String> {

@@ -21,6 +21,8 @@ mod installations;
 mod isolation;
 #[path = "view/masking.rs"]
 mod masking;
+#[path = "view/probe_in_run.rs"]
+mod probe_in_run;
 #[path = "view/read_only_roots.rs"]
 mod read_only_roots;
 #[path = "view/real_work.rs"]

@@ -4,7 +4,9 @@
 //!
 //! 1. **Outer stage**: closes every descriptor but 0–2, creates the user,
 //!    mount, PID, IPC (and network) namespaces, maps its user to root inside
-//!    them (one id: its own), and starts the inner stage.
+//!    them (one id: its own), and starts the inner stage. In the first run
+//!    of a process it is also the probe: it tries the mounts a system may
+//!    refuse and says what it found before it starts anything.
 //! 2. **Inner stage**: PID 1 of the new PID namespace. It builds the view
 //!    (the mounts of the spec, on a fresh `tmpfs` root), enters it with
 //!    `pivot_root`, restricts itself with Landlock (and `no_new_privs`),
@@ -22,8 +24,8 @@ use std::path::{Path, PathBuf};
 use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 
 use super::spec::{
-    Applied, DONE_FILE, INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, REPORT_FD_VAR, Report,
-    SPEC_FILE, ViewSpec,
+    Applied, DONE_FILE, INNER_PID_FILE, Mount, OUTCOME_FILE, Outcome, PROBE_FILE, PROBE_PASSED,
+    REPORT_FD_VAR, Report, SPEC_FILE, ViewSpec,
 };
 use super::{INNER_ARG, PROBE_ARG, PROBE_OK};
 use crate::kernel::domain::Domain;
@@ -63,7 +65,13 @@ pub(super) fn main(stage: &str, staging: &Path) -> i32 {
     let failed = match read_spec(staging) {
         Ok(spec) => match outer(&spec, staging) {
             Ok(code) => return code,
-            Err(outcome) => outcome,
+            Err(outcome) => {
+                if let (true, Outcome::Unavailable(reason)) = (spec.run.probe, &outcome) {
+                    let _ =
+                        std::fs::write(staging.join(PROBE_FILE), format!("unavailable\n{reason}"));
+                }
+                outcome
+            }
         },
         Err(error) => Outcome::Failed(format!("the view spec: {error}")),
     };
@@ -182,6 +190,14 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
             "the user namespace's id maps cannot be written here ({error})"
         ))
     })?;
+    if spec.run.probe {
+        // This run is the first of its process: what a system may refuse
+        // is tried before anything of the command exists, and said in the
+        // probe file (the runner falls back only on what it says here).
+        probe_mounts(&staging.join("probe-mounts")).map_err(Outcome::Unavailable)?;
+        std::fs::write(staging.join(PROBE_FILE), PROBE_PASSED)
+            .map_err(|e| Outcome::Failed(format!("the probe file: {e}")))?;
+    }
     not_dumpable()?;
     let exe = std::env::current_exe()
         .map_err(|error| Outcome::Failed(format!("the helper's own path: {error}")))?;
@@ -237,11 +253,6 @@ fn outer(spec: &ViewSpec, staging: &Path) -> Result<i32, Outcome> {
 fn probe(dir: &Path) -> Result<(), String> {
     let uid = rustix::process::geteuid().as_raw();
     let gid = rustix::process::getegid().as_raw();
-    let [lower, upper, work, merged] =
-        ["lower", "upper", "work", "merged"].map(|name| dir.join(name));
-    for d in [&lower, &upper, &work, &merged] {
-        mkdir_p(d).map_err(|e| format!("the probe's directory {}: {e}", d.display()))?;
-    }
     nix::sched::unshare(
         nix::sched::CloneFlags::CLONE_NEWUSER
             | nix::sched::CloneFlags::CLONE_NEWNS
@@ -259,6 +270,18 @@ fn probe(dir: &Path) -> Result<(), String> {
         .and_then(|()| std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")))
         .and_then(|()| std::fs::write("/proc/self/gid_map", format!("0 {gid} 1")))
         .map_err(|e| format!("the user namespace's id maps cannot be written here ({e})"))?;
+    probe_mounts(dir)
+}
+
+/// The probe's mounts, in the mount namespace of a user namespace made
+/// already: mounts made private, and an overlay (user extended attributes)
+/// over directories made in `dir`, unmounted again.
+fn probe_mounts(dir: &Path) -> Result<(), String> {
+    let [lower, upper, work, merged] =
+        ["lower", "upper", "work", "merged"].map(|name| dir.join(name));
+    for d in [&lower, &upper, &work, &merged] {
+        mkdir_p(d).map_err(|e| format!("the probe's directory {}: {e}", d.display()))?;
+    }
     rustix::mount::mount_change(
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
@@ -284,6 +307,7 @@ fn probe(dir: &Path) -> Result<(), String> {
             dir.display()
         )
     })?;
+    let _ = rustix::mount::unmount(&merged, UnmountFlags::DETACH);
     Ok(())
 }
 

@@ -118,6 +118,11 @@ pub(crate) struct RunSettings {
     /// nested domain holds the execute-only wall too.
     #[serde(default)]
     pub(crate) exec_only_program: bool,
+    /// The first run of its process, where no probe ran: the outer stage
+    /// tries what a system may refuse (the probe's steps) before it starts
+    /// anything of the command, and says what it found in [`PROBE_FILE`].
+    #[serde(default)]
+    pub(crate) probe: bool,
 }
 
 /// What the view's first process applied, as the kernel answered it.
@@ -195,7 +200,8 @@ pub(crate) struct ProxyPort {
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Outcome {
     /// The namespaces could not be created here: nothing ran. (Only the
-    /// probe decides whether views exist; for a run this is a failure.)
+    /// probe decides whether views exist; for a run this is a failure,
+    /// unless the run is the probe, whose [`PROBE_FILE`] then says so.)
     Unavailable(String),
     /// The view could not be built, or the command could not be started:
     /// nothing ran.
@@ -220,3 +226,10 @@ pub(crate) const INNER_PID_FILE: &str = "inner.pid";
 /// The runner needs no more than this and the end of the output pipes;
 /// the kernel's slower teardown of the namespaces is not waited for.
 pub(crate) const DONE_FILE: &str = "done";
+/// The name of the file where the outer stage of a probing run says what
+/// its probe found: [`PROBE_PASSED`], written before the view's first
+/// process is started, or `unavailable` and why on a line of its own,
+/// written instead of starting it.
+pub(crate) const PROBE_FILE: &str = "probe";
+/// What the probe file holds when a view can be built here.
+pub(crate) const PROBE_PASSED: &str = "ok";
