@@ -4,6 +4,10 @@
 //!   --die-with-parent` with the same runtime (the view's runtime
 //!   directories and `/etc` files), the project, a private `/tmp`, `/proc`
 //!   and `/dev`: the target is a median ratio of at most 2;
+//! - `agentcaps run -- cat a.txt` against `agentcaps check shell -- cat
+//!   a.txt` (the same policy load and judging, and the probe, without the
+//!   view): what the view itself adds; the target is a median ratio of at
+//!   most 1.5;
 //! - `agentcaps check path a.txt` (load the built-in default policy, judge
 //!   one path) against `agentcaps --version` (start and exit): the target
 //!   is a median difference of at most 2 ms.
@@ -111,6 +115,13 @@ fn bench(c: &mut Criterion) {
     println!(
         "{PAIRS} interleaved pairs: run median {run:?}, bwrap median {bw:?}, median ratio run/bwrap {ratio:.2} (target <= 2.0)"
     );
+    let (run, check_shell, ratio, _) = pairs(
+        || ours(&bin, dir, &["run", "--", "cat", "a.txt"]),
+        || ours(&bin, dir, &["check", "shell", "--", "cat", "a.txt"]),
+    );
+    println!(
+        "{PAIRS} interleaved pairs: run median {run:?}, check shell median {check_shell:?}, median ratio run/check shell {ratio:.2} (target <= 1.5)"
+    );
     let (check, version, _, diff) = pairs(
         || ours(&bin, dir, &["check", "path", "a.txt"]),
         || ours(&bin, dir, &["--version"]),
@@ -124,6 +135,9 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("bwrap (the same view) cat a.txt", |b| {
         b.iter(|| timed(bwrap(dir), "bwrap"));
+    });
+    group.bench_function("agentcaps check shell -- cat a.txt", |b| {
+        b.iter(|| ours(&bin, dir, &["check", "shell", "--", "cat", "a.txt"]));
     });
     group.bench_function("agentcaps check path a.txt", |b| {
         b.iter(|| ours(&bin, dir, &["check", "path", "a.txt"]));
