@@ -88,16 +88,34 @@ fn certificates(dir: &Path) -> PathBuf {
     dir.join("seen.log")
 }
 
+/// Serves the files under `argv[4]` only to a request whose
+/// `Authorization` is one of the lines of `argv[5]` (401, with cargo's
+/// challenge, otherwise), and answers `ok PATH` for any other path; logs
+/// host, path and `Authorization` of every request.
 const SERVER: &str = r#"
-import http.server, ssl, sys
+import http.server, os, ssl, sys
 log = open(sys.argv[3], "a")
+files = sys.argv[4]
+wanted = [line.rstrip("\n") for line in open(sys.argv[5])]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
-        log.write("%s %s %s\n" % (self.headers.get("Host"), self.path, self.headers.get("Authorization")))
+        auth = self.headers.get("Authorization")
+        log.write("%s %s %s\n" % (self.headers.get("Host"), self.path, auth))
         log.flush()
-        body = ("ok " + self.path).encode()
-        self.send_response(200)
+        path = self.path.split("?")[0]
+        file = os.path.join(files, path.lstrip("/"))
+        status = 200
+        if ".." not in path and os.path.isfile(file):
+            if auth in wanted:
+                body = open(file, "rb").read()
+            else:
+                status, body = 401, b"unauthorized"
+        else:
+            body = ("ok " + self.path).encode()
+        self.send_response(status)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Cargo login_url="https://login.invalid/"')
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -110,7 +128,6 @@ server.socket = context.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
-
 /// The HTTPS server, killed when dropped.
 struct Https {
     child: Child,
@@ -126,13 +143,20 @@ impl Drop for Https {
 }
 
 impl Https {
-    fn start(dir: &Path) -> Https {
+    /// Serves the files of `dir/srv` to requests authorised as one of
+    /// `wanted` says.
+    fn start(dir: &Path, wanted: &[String]) -> Https {
         let log = certificates(dir);
+        let srv = dir.join("srv");
+        std::fs::create_dir_all(&srv).unwrap();
+        std::fs::write(dir.join("wanted"), wanted.join("\n") + "\n").unwrap();
         let mut child = Command::new("python3")
             .args(["-c", SERVER])
             .arg(dir.join("leaf.pem"))
             .arg(dir.join("leaf.key"))
             .arg(&log)
+            .arg(&srv)
+            .arg(dir.join("wanted"))
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs");
@@ -150,14 +174,20 @@ impl Https {
 }
 
 /// A tree whose policy binds the credential `api` (read from a file
-/// outside every root) to the bound name.
+/// outside every root) to the bound name; `commands` allowed.
 fn setup(commands: &str) -> (common::Tree, Https, PathBuf) {
+    setup_with(&format!("allowed_commands = [{commands}]"), &[], "")
+}
+
+/// [`setup`] with `shell` for the shell section's keys, the server's files
+/// served to `wanted`, and more of the policy after the credential `api`.
+fn setup_with(shell: &str, wanted: &[String], extra: &str) -> (common::Tree, Https, PathBuf) {
     let tree = common::Tree::new();
-    let server = Https::start(&tree.top);
+    let server = Https::start(&tree.top, wanted);
     let dns = dns();
     std::fs::write(tree.top.join("token"), format!("{VALUE}\n")).unwrap();
     let policy = tree.policy(&format!(
-        "allowed_commands = [{commands}]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\nroot_certificates = [\"ca.pem\"]\n\n[credentials.api]\nfrom_file = \"token\"\nenv = \"API_TOKEN\"\nhosts = [\"{BOUND}\"]\n",
+        "{shell}\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\nroot_certificates = [\"ca.pem\"]\n\n[credentials.api]\nfrom_file = \"token\"\nenv = \"API_TOKEN\"\nhosts = [\"{BOUND}\"]\n{extra}",
         port = server.port
     ));
     (tree, server, policy)
@@ -236,6 +266,7 @@ fn a_command_holds_only_the_placeholder_and_the_bound_server_gets_the_value() {
         "GIT_SSL_CAINFO",
         "CARGO_HTTP_CAINFO",
         "PIP_CERT",
+        "npm_config_cafile",
     ] {
         assert!(
             stdout.contains(&format!("{var}=/etc/agentcaps/ca-bundle.pem")),
@@ -338,4 +369,109 @@ async fn http_request_with_a_credential_authenticates_to_the_bound_host_only() {
         .expect_err("unknown credential");
     assert!(unknown.to_model_text().contains("nope"));
     let _ = std::io::stdout().flush();
+}
+
+/// npm's token: the prefix up to `_` is kept in its placeholder.
+const NPM_VALUE: &str = "npm_NpmValue0123456789abcdefABCDEF0123";
+/// cargo's registry token (sent bare, without `Bearer`).
+const CARGO_VALUE: &str = "cio_CargoValue0123456789abcdefABCDEF01";
+
+/// It ran in the full view, succeeded, every request allowed, and no
+/// real value is anywhere in its result.
+fn assert_clean_success(result: &serde_json::Value) {
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["enforced"], "full", "{result}");
+    let connections = result["connections"].as_array().expect("connections");
+    assert!(!connections.is_empty(), "{result}");
+    assert!(
+        connections.iter().all(|c| c["decision"] == "allow"),
+        "{result}"
+    );
+    let text = result.to_string();
+    for value in [VALUE, NPM_VALUE, CARGO_VALUE] {
+        assert!(!text.contains(value), "{result}");
+    }
+}
+
+#[test]
+fn npm_and_cargo_authenticate_with_placeholders_under_the_development_preset() {
+    // The registry serves its files only to the real values.
+    let wanted = [format!("Bearer {NPM_VALUE}"), CARGO_VALUE.to_owned()];
+    let extra = format!(
+        "\n[credentials.npm]\nfrom_file = \"npm-token\"\nenv = \"NPM_TOKEN\"\nhosts = [\"{BOUND}\"]\n\n[credentials.cargo]\nfrom_file = \"cargo-token\"\nenv = \"CARGO_REGISTRIES_LOOP_TOKEN\"\nhosts = [\"{BOUND}\"]\n"
+    );
+    let (tree, server, policy) = setup_with("preset = \"development\"", &wanted, &extra);
+    std::fs::write(tree.top.join("npm-token"), NPM_VALUE).unwrap();
+    std::fs::write(tree.top.join("cargo-token"), CARGO_VALUE).unwrap();
+    let base = format!("https://{BOUND}:{}", server.port);
+    common::registry::cargo_and_npm(&tree.top.join("srv"), &base, true);
+
+    // npm: the project's `.npmrc` names the token by its variable, which
+    // holds the placeholder.
+    std::fs::write(
+        tree.root.join(".npmrc"),
+        format!("//{BOUND}:{}/:_authToken=${{NPM_TOKEN}}\n", server.port),
+    )
+    .unwrap();
+    let registry_url = format!("{base}/npm/");
+    let viewed = tree.run_json(
+        &policy,
+        &[
+            "npm",
+            "view",
+            "leftpad",
+            "description",
+            "--registry",
+            &registry_url,
+            "--fetch-retries=0",
+        ],
+    );
+    assert_clean_success(&viewed);
+    assert_eq!(viewed["stdout"], "pads on the left\n", "{viewed}");
+    assert!(
+        server
+            .seen()
+            .contains(&format!("/npm/leftpad Bearer {NPM_VALUE}")),
+        "{}",
+        server.seen()
+    );
+
+    // cargo: a sparse registry with `auth-required`, its token in
+    // `CARGO_REGISTRIES_LOOP_TOKEN` (read by the `cargo:token` provider,
+    // which cargo wants named for such a registry).
+    let project = tree.root.join("proj");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::create_dir_all(tree.root.join(".cargo")).unwrap();
+    std::fs::write(
+        tree.root.join(".cargo/config.toml"),
+        format!(
+            "[registries.loop]\nindex = \"sparse+{base}/index/\"\ncredential-provider = \"cargo:token\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        "[package]\nname = \"proj\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntiny = { version = \"0.1\", registry = \"loop\" }\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let fetched = tree.run_json(
+        &policy,
+        &["cargo", "fetch", "--manifest-path", "proj/Cargo.toml"],
+    );
+    assert_clean_success(&fetched);
+    assert!(
+        fetched["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Downloaded tiny v0.1.0"),
+        "{fetched}"
+    );
+    let seen = server.seen();
+    for path in ["/index/ti/ny/tiny", "/dl/tiny-0.1.0.crate"] {
+        assert!(seen.contains(&format!("{path} {CARGO_VALUE}")), "{seen}");
+    }
+    // The server never saw a value where it was not due, nor a
+    // placeholder authorised.
+    assert!(!seen.contains(VALUE), "{seen}");
 }
