@@ -109,7 +109,7 @@ impl Terminator {
         if policy.credentials().is_empty() {
             return Ok(None);
         }
-        let run = RunCredentials::new(policy.credentials())?;
+        let run = RunCredentials::new(policy.credentials())?.with_ports(&policy.allowed_ports());
         let authority = Authority::new()?;
         Ok(Some(Terminator {
             session: CredentialSession {
