@@ -16,6 +16,9 @@ use crate::network::ProxyCredentials;
 /// Where the bundle is in the view.
 pub(crate) const VIEW_BUNDLE: &str = "/etc/agentcaps/ca-bundle.pem";
 
+/// The prefix of git's configuration variables.
+const GIT_CONFIG: &str = "GIT_CONFIG_";
+
 /// The system's bundle of roots, the first that exists.
 const SYSTEM_BUNDLES: &[&str] = &[
     "/etc/ssl/certs/ca-certificates.crt",
@@ -54,14 +57,119 @@ pub(crate) fn prepare(
         env.push((OsString::from(name), value));
     };
     for (name, value) in &credentials.env {
-        set(name, OsString::from(value));
+        if !name.starts_with(GIT_CONFIG) {
+            set(name, OsString::from(value));
+        }
     }
     for name in &credentials.ca_variables {
         set(name, seen.clone().into_os_string());
     }
+    append_git_config(env, &git_entries(&credentials.env))?;
     Ok(in_view.then_some(Mount::Bind {
         source: staged,
         target: seen,
         writable: false,
     }))
+}
+
+/// The `(key, value)` entries that `GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_n`
+/// and `GIT_CONFIG_VALUE_n` of `vars` hold, in order.
+fn git_entries(vars: &[(String, String)]) -> Vec<(String, String)> {
+    let get = |name: &str| vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+    let count: usize = get("GIT_CONFIG_COUNT")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (0..count)
+        .filter_map(|i| {
+            Some((
+                get(&format!("GIT_CONFIG_KEY_{i}"))?,
+                get(&format!("GIT_CONFIG_VALUE_{i}"))?,
+            ))
+        })
+        .collect()
+}
+
+/// Appends `entries` after the `GIT_CONFIG_*` entries `env` already holds
+/// (the shell's `safe.bareRepository`, the host's own), renumbered, so
+/// that none of those is replaced. An existing count that is not a number
+/// is an error: which entries it meant cannot be told.
+fn append_git_config(
+    env: &mut Vec<(OsString, OsString)>,
+    entries: &[(String, String)],
+) -> io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let count = env.iter().find(|(n, _)| n == "GIT_CONFIG_COUNT");
+    let first: usize = match count {
+        None => 0,
+        Some((_, v)) => v.to_str().and_then(|v| v.parse().ok()).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "GIT_CONFIG_COUNT is not a number",
+            )
+        })?,
+    };
+    let mut set = |name: String, value: OsString| {
+        env.retain(|(n, _)| *n != *name);
+        env.push((OsString::from(name), value));
+    };
+    for (i, (key, value)) in entries.iter().enumerate() {
+        set(format!("GIT_CONFIG_KEY_{}", first + i), key.into());
+        set(format!("GIT_CONFIG_VALUE_{}", first + i), value.into());
+    }
+    set(
+        "GIT_CONFIG_COUNT".to_owned(),
+        (first + entries.len()).to_string().into(),
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (OsString::from(n), OsString::from(v)))
+            .collect()
+    }
+
+    #[test]
+    fn git_entries_are_appended_after_those_the_command_already_has() {
+        let mut env = os(&[
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "safe.bareRepository"),
+            ("GIT_CONFIG_VALUE_0", "explicit"),
+        ]);
+        let vars: Vec<(String, String)> = [
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "http.https://h/.extraHeader"),
+            ("GIT_CONFIG_VALUE_0", "Authorization: Bearer p"),
+        ]
+        .iter()
+        .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+        .collect();
+        append_git_config(&mut env, &git_entries(&vars)).expect("appended");
+        let mut env: Vec<_> = env
+            .into_iter()
+            .map(|(n, v)| (n.into_string().unwrap(), v.into_string().unwrap()))
+            .collect();
+        env.sort();
+        let expected = [
+            ("GIT_CONFIG_COUNT", "2"),
+            ("GIT_CONFIG_KEY_0", "safe.bareRepository"),
+            ("GIT_CONFIG_KEY_1", "http.https://h/.extraHeader"),
+            ("GIT_CONFIG_VALUE_0", "explicit"),
+            ("GIT_CONFIG_VALUE_1", "Authorization: Bearer p"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .collect();
+        assert_eq!(env, expected);
+        let mut bad = os(&[("GIT_CONFIG_COUNT", "x")]);
+        assert!(append_git_config(&mut bad, &git_entries(&vars)).is_err());
+    }
 }

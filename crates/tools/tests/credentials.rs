@@ -245,8 +245,11 @@ fn rot13(text: &str) -> String {
 
 #[test]
 fn a_command_holds_only_the_placeholder_and_the_bound_server_gets_the_value() {
-    let (tree, server, policy) = setup("\"env\", \"python3\"");
+    let (tree, server, policy) = setup("\"env\", \"python3\", \"git\"");
     std::fs::write(tree.root.join("fetch.py"), FETCH).unwrap();
+    // The shell's own git setting stays beside the credentials' header.
+    let git = tree.run_json(&policy, &["git", "config", "--get", "safe.bareRepository"]);
+    assert_eq!(git["stdout"], "explicit\n", "{git}");
     std::fs::write(tree.root.join("search.py"), SEARCH).unwrap();
 
     let env = tree.run_json(&policy, &["env"]);
@@ -273,9 +276,10 @@ fn a_command_holds_only_the_placeholder_and_the_bound_server_gets_the_value() {
             "{var}: {stdout}"
         );
     }
-    assert!(stdout.contains(&format!(
-        "GIT_CONFIG_KEY_0=http.https://{BOUND}/.extraHeader"
-    )));
+    assert!(
+        stdout.contains(&format!("=http.https://{BOUND}/.extraHeader\n")),
+        "{stdout}"
+    );
     assert!(!env.to_string().contains(VALUE), "{env}");
 
     let url = format!("https://{BOUND}:{}/user", server.port);
