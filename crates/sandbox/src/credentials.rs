@@ -4,6 +4,11 @@
 //! bundle — the system's roots, the policy's extra roots and the proxy's
 //! per-run CA certificate (never its key) — in the view at
 //! [`VIEW_BUNDLE`], pointed at by the variables programs read it from.
+//!
+//! Without the view ([`for_fallback`]) the same is given only where
+//! Landlock holds the command's files to its roots: the bundle is then a
+//! file of a private staging directory that the command may read and not
+//! write, and nothing else of this process is in its reach.
 
 use std::ffi::OsString;
 use std::io;
@@ -11,10 +16,72 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use crate::kernel::view::spec::Mount;
+use crate::kernel::view::staging::{Staging, default_base};
+use crate::kernel::{self, Enforcement, KernelRules};
 use crate::network::ProxyCredentials;
+
+/// The bundle's name in a run's staging directory.
+const BUNDLE_FILE: &str = "ca-bundle.pem";
 
 /// Where the bundle is in the view.
 pub(crate) const VIEW_BUNDLE: &str = "/etc/agentcaps/ca-bundle.pem";
+
+/// Why a command without its view gets no credentials, when it does not.
+const FALLBACK_UNSAFE: &str = "credentials are not offered without the private view unless Landlock holds the command's files to its roots (none of them holding `/proc`), for the real values are in this process, whose `/proc` entries it could read otherwise: HTTPS to a bound host fails (the proxy's CA is not trusted) and no placeholder is set";
+
+/// A command without its view (Landlock only): its CA bundle, staged in a
+/// private directory of its own until the run ends.
+pub(crate) struct FallbackBundle {
+    staging: Staging,
+}
+
+impl FallbackBundle {
+    /// The bundle file: the command may read it (and nothing else there),
+    /// and write it nowhere, for it is in no root.
+    pub(crate) fn path(&self) -> PathBuf {
+        self.staging.path().join(BUNDLE_FILE)
+    }
+}
+
+/// For a run without the view (`rules` are the command's Landlock rules):
+/// the placeholders and the bundle, as in a view, when that is safe —
+/// Landlock will hold the command's files to its roots, so it can read
+/// neither the agentcaps process's `/proc` entries (where a `from_env`
+/// value lives) nor a credential's file outside them, nor trace it
+/// (Landlock forbids tracing a process outside the domain). Otherwise
+/// (no path policy, no Landlock, or a root that holds `/proc`), why not:
+/// the command then gets no placeholder and no bundle, and HTTPS to a bound
+/// host fails closed.
+pub(crate) fn for_fallback(
+    credentials: &ProxyCredentials,
+    env: &mut Vec<(OsString, OsString)>,
+    staging_base: Option<&Path>,
+    rules: &KernelRules,
+    confined_files: bool,
+) -> Result<FallbackBundle, String> {
+    let proc_in_a_root = rules
+        .read
+        .iter()
+        .chain(&rules.write)
+        .any(|root| Path::new("/proc").starts_with(root));
+    if !confined_files || kernel::would_enforce(rules) == Enforcement::None || proc_in_a_root {
+        return Err(FALLBACK_UNSAFE.to_owned());
+    }
+    let base = match staging_base {
+        Some(base) => base.to_path_buf(),
+        None => default_base()?,
+    };
+    let staging = Staging::create(&base).map_err(|e| {
+        format!(
+            "credentials are not offered: their CA bundle cannot be staged in {} ({e})",
+            base.display()
+        )
+    })?;
+    prepare(credentials, env, staging.path(), false).map_err(|e| {
+        format!("credentials are not offered: their CA bundle cannot be staged ({e})")
+    })?;
+    Ok(FallbackBundle { staging })
+}
 
 /// The prefix of git's configuration variables.
 const GIT_CONFIG: &str = "GIT_CONFIG_";
@@ -44,7 +111,7 @@ pub(crate) fn prepare(
         bundle.push(b'\n');
     }
     bundle.extend_from_slice(credentials.extra_roots_pem.as_bytes());
-    let staged = staging.join("ca-bundle.pem");
+    let staged = staging.join(BUNDLE_FILE);
     std::fs::write(&staged, &bundle)?;
     std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o444))?;
     let seen = if in_view {

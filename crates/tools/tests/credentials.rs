@@ -479,3 +479,106 @@ fn npm_and_cargo_authenticate_with_placeholders_under_the_development_preset() {
     // placeholder authorised.
     assert!(!seen.contains(VALUE), "{seen}");
 }
+
+/// Fetches `$1` with the placeholder as a bearer token (curl: without
+/// the view a command reads only the runtime and its roots, not a Python
+/// manager's shims in a home directory).
+const CURL_FETCH: &str =
+    "curl -sS --max-time 20 -H \"Authorization: Bearer $API_TOKEN\" \"$1\" || echo failed\n";
+
+/// What a command without its view can reach of the credentials: the
+/// value (given rot13'd) in its own environment, the bundle for writing,
+/// the credential's file (named in the file `$2`: the argument checks
+/// would refuse its path) and its parent's `/proc` entry; one word
+/// each.
+const PROBE: &str = r#"value=$(printf %s "$1" | tr 'A-Za-z' 'N-ZA-Mn-za-m')
+reach() { if "$@" >/dev/null 2>&1; then echo open; else echo denied; fi; }
+if grep -qaF "$value" /proc/self/environ; then self=True; else self=False; fi
+echo self $self bundle $(reach sh -c ': >> "$SSL_CERT_FILE"') token $(reach cat "$(cat "$2")") parent $(reach cat /proc/$PPID/environ)
+"#;
+
+/// Runs `argv` in this process with the policy at `policy`: this test
+/// binary registers no view helper, so the command runs without its view,
+/// with Landlock alone.
+fn run_without_view(policy: &Path, argv: &[&str]) -> agentcaps::shell::RunResult {
+    let shell = Policy::load(policy)
+        .expect("policy")
+        .shell_policy()
+        .expect("shell policy");
+    let command = shell
+        .validate(&agentcaps::shell::CommandRequest::argv(
+            argv.iter().copied(),
+        ))
+        .expect("valid");
+    shell.run_blocking(command).expect("ran")
+}
+
+#[test]
+fn without_the_view_landlock_keeps_the_value_out_and_the_bound_host_still_authenticates() {
+    let (tree, server, policy) = setup("\"env\", \"bash\"");
+    std::fs::write(tree.root.join("fetch.sh"), CURL_FETCH).unwrap();
+    std::fs::write(tree.root.join("probe.sh"), PROBE).unwrap();
+
+    let env = run_without_view(&policy, &["env"]);
+    let reason = env.enforced_reason.clone().unwrap_or_default();
+    assert!(
+        env.enforced.to_string().starts_with("partial") && reason.contains("no view helper"),
+        "{env:?}"
+    );
+    assert!(!reason.contains("credentials are not offered"), "{reason}");
+    let placeholder = env
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("API_TOKEN="))
+        .unwrap_or_else(|| panic!("no API_TOKEN in {env:?}"));
+    assert!(placeholder.starts_with("ghp_") && placeholder.len() == VALUE.len());
+    assert_ne!(placeholder, VALUE);
+    let bundle = env
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SSL_CERT_FILE="))
+        .unwrap_or_else(|| panic!("no bundle in {env:?}"))
+        .to_owned();
+    assert!(!format!("{env:?}").contains(VALUE));
+
+    let url = format!("https://{BOUND}:{}/fallback", server.port);
+    let fetched = run_without_view(&policy, &["bash", "fetch.sh", &url]);
+    assert_eq!(fetched.stdout, "ok /fallback", "{fetched:?}");
+    assert!(
+        server.seen().contains(&format!("/fallback Bearer {VALUE}")),
+        "{}",
+        server.seen()
+    );
+    assert!(!format!("{fetched:?}").contains(VALUE));
+
+    std::fs::write(
+        tree.root.join("token-path"),
+        tree.top.join("token").as_os_str().as_encoded_bytes(),
+    )
+    .unwrap();
+    let probed = run_without_view(&policy, &["bash", "probe.sh", &rot13(VALUE), "token-path"]);
+    assert_eq!(
+        probed.stdout, "self False bundle denied token denied parent denied\n",
+        "{probed:?}"
+    );
+    // The bundle is gone with the run.
+    assert!(!Path::new(&bundle).exists(), "{bundle}");
+}
+
+#[test]
+fn without_the_view_and_a_root_holding_proc_no_credential_is_offered() {
+    let (tree, server, policy) = setup("\"env\", \"bash\"");
+    let text = std::fs::read_to_string(&policy)
+        .unwrap()
+        .replace("allowed = [\"root\"]", "allowed = [\"root\", \"/proc\"]");
+    std::fs::write(&policy, text).unwrap();
+    std::fs::write(tree.root.join("fetch.sh"), CURL_FETCH).unwrap();
+    let env = run_without_view(&policy, &["env"]);
+    let reason = env.enforced_reason.clone().unwrap_or_default();
+    assert!(reason.contains("credentials are not offered"), "{reason}");
+    assert!(!env.stdout.contains("API_TOKEN=") && !env.stdout.contains("SSL_CERT_FILE="));
+    let url = format!("https://{BOUND}:{}/unsafe", server.port);
+    let fetched = run_without_view(&policy, &["bash", "fetch.sh", &url]);
+    assert_eq!(fetched.stdout, "failed\n", "{fetched:?}");
+    assert!(!server.seen().contains("/unsafe"), "{}", server.seen());
+}

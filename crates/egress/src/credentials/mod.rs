@@ -8,6 +8,19 @@
 //! a bound host, method and path. A placeholder anywhere else is refused
 //! before anything is sent (`credential-unbound`, `credential-cleartext`).
 //! Bodies and query strings are never rewritten.
+//!
+//! # What is and is not protected
+//!
+//! The value goes only to a bound host's judged address, over TLS the
+//! egress client verified. Refusing a misplaced placeholder needs the
+//! request in the clear: the proxy ends TLS only for a `CONNECT` to a bound
+//! host, and a tunnel to any other host stays opaque (certificate pinning
+//! keeps working there). A placeholder sent through such a tunnel is
+//! therefore not refused, and that server receives it — a random string,
+//! new for every run, which tells it the value's length, prefix and kinds
+//! of characters, and nothing that works anywhere. Misuse at the bound host
+//! itself (an allowed request the person did not want) is not prevented
+//! either: narrow the binding with methods and paths.
 
 #[cfg(feature = "proxy")]
 pub(crate) mod authority;
