@@ -34,9 +34,9 @@ proptest! {
     }
 }
 
-/// Inputs the fuzz target found: each once broke an invariant.
+/// An input the fuzz target found, which once broke an invariant.
 #[test]
-fn the_fuzzers_findings_hold() {
+fn the_fuzzers_finding_holds() {
     // The real value itself (spelled out, not a placeholder) in a header
     // toward the bound host on a path outside the binding: it was passed
     // on as it came.
@@ -49,8 +49,6 @@ fn the_fuzzers_findings_hold() {
     ];
     let run = credentials();
     let placeholder = run.placeholder("api").unwrap().to_owned();
-    for data in [value_outside_the_paths] {
-        let case = case(data, &placeholder).expect("a case");
-        assert_eq!(violations(&run, &case), None, "{data:?}");
-    }
+    let case = case(value_outside_the_paths, &placeholder).expect("a case");
+    assert_eq!(violations(&run, &case), None);
 }
