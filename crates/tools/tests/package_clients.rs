@@ -104,17 +104,8 @@ put("simple/demo-pkg/" + wheel, buf.getvalue())
 digest = hashlib.sha256(buf.getvalue()).hexdigest()
 put("simple/demo-pkg/index.html", f'<html><body><a href="{wheel}#sha256={digest}">{wheel}</a></body></html>')
 "#;
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(srv)
-        .arg(port.to_string())
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let port = port.to_string();
+    common::registry::python(script, &[srv.as_os_str(), port.as_ref()]);
     // A git repository served the "dumb" HTTP way (plain files).
     let git = |dir: &Path, args: &[&str]| {
         let out = Command::new("git")

@@ -2,6 +2,7 @@
 //! sparse cargo registry holding `tiny 0.1.0` and an npm package document
 //! for `leftpad 1.0.0`.
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 
@@ -39,11 +40,15 @@ put("npm/leftpad", json.dumps({"_id": "leftpad", "name": "leftpad", "dist-tags":
 /// `auth_required`, its `config.json` says so) and the npm document
 /// (`npm/leftpad`), for a server at `base` (`scheme://host:port`).
 pub fn cargo_and_npm(srv: &Path, base: &str, auth_required: bool) {
+    let auth = if auth_required { "1" } else { "0" };
+    python(SCRIPT, &[srv.as_os_str(), base.as_ref(), auth.as_ref()]);
+}
+
+/// Runs the Python `script` with `args`, which must succeed.
+pub fn python(script: &str, args: &[&OsStr]) {
     let out = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .arg(srv)
-        .arg(base)
-        .arg(if auth_required { "1" } else { "0" })
+        .args(["-c", script])
+        .args(args)
         .output()
         .expect("python3 runs");
     assert!(
