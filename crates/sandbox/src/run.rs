@@ -320,6 +320,38 @@ impl Sandbox {
             }
             _ => None,
         };
+        // A proxy that puts credentials in: placeholders and the CA bundle
+        // where Landlock keeps the real values out of reach, else why not.
+        let mut reason = reason;
+        #[cfg(all(feature = "landlock", target_os = "linux"))]
+        let _bundle = match proxy.as_ref().and_then(|(_, s)| s.credentials()) {
+            Some(credentials) => match crate::credentials::for_fallback(
+                &credentials,
+                &mut env,
+                self.view.staging.as_deref(),
+                &rules,
+                self.paths.is_some(),
+            ) {
+                Ok(bundle) => {
+                    rules = rules.with_read(bundle.path());
+                    Some(bundle)
+                }
+                Err(why) => {
+                    reason = format!("{reason}; {why}");
+                    None
+                }
+            },
+            None => None,
+        };
+        #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+        if proxy
+            .as_ref()
+            .is_some_and(|(_, s)| s.credentials().is_some())
+        {
+            reason = format!(
+                "{reason}; credentials are not offered without the private view on this platform: HTTPS to a bound host fails (the proxy's CA is not trusted) and no placeholder is set"
+            );
+        }
         // On macOS the command runs under `sandbox-exec` with the Seatbelt
         // profile of this policy (unless the host turned it off).
         // There it also gets a private temporary directory, named in

@@ -88,16 +88,34 @@ fn certificates(dir: &Path) -> PathBuf {
     dir.join("seen.log")
 }
 
+/// Serves the files under `argv[4]` only to a request whose
+/// `Authorization` is one of the lines of `argv[5]` (401, with cargo's
+/// challenge, otherwise), and answers `ok PATH` for any other path; logs
+/// host, path and `Authorization` of every request.
 const SERVER: &str = r#"
-import http.server, ssl, sys
+import http.server, os, ssl, sys
 log = open(sys.argv[3], "a")
+files = sys.argv[4]
+wanted = [line.rstrip("\n") for line in open(sys.argv[5])]
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
-        log.write("%s %s %s\n" % (self.headers.get("Host"), self.path, self.headers.get("Authorization")))
+        auth = self.headers.get("Authorization")
+        log.write("%s %s %s\n" % (self.headers.get("Host"), self.path, auth))
         log.flush()
-        body = ("ok " + self.path).encode()
-        self.send_response(200)
+        path = self.path.split("?")[0]
+        file = os.path.join(files, path.lstrip("/"))
+        status = 200
+        if ".." not in path and os.path.isfile(file):
+            if auth in wanted:
+                body = open(file, "rb").read()
+            else:
+                status, body = 401, b"unauthorized"
+        else:
+            body = ("ok " + self.path).encode()
+        self.send_response(status)
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Cargo login_url="https://login.invalid/"')
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -110,7 +128,6 @@ server.socket = context.wrap_socket(server.socket, server_side=True)
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
-
 /// The HTTPS server, killed when dropped.
 struct Https {
     child: Child,
@@ -126,13 +143,20 @@ impl Drop for Https {
 }
 
 impl Https {
-    fn start(dir: &Path) -> Https {
+    /// Serves the files of `dir/srv` to requests authorised as one of
+    /// `wanted` says.
+    fn start(dir: &Path, wanted: &[String]) -> Https {
         let log = certificates(dir);
+        let srv = dir.join("srv");
+        std::fs::create_dir_all(&srv).unwrap();
+        std::fs::write(dir.join("wanted"), wanted.join("\n") + "\n").unwrap();
         let mut child = Command::new("python3")
             .args(["-c", SERVER])
             .arg(dir.join("leaf.pem"))
             .arg(dir.join("leaf.key"))
             .arg(&log)
+            .arg(&srv)
+            .arg(dir.join("wanted"))
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs");
@@ -150,14 +174,20 @@ impl Https {
 }
 
 /// A tree whose policy binds the credential `api` (read from a file
-/// outside every root) to the bound name.
+/// outside every root) to the bound name; `commands` allowed.
 fn setup(commands: &str) -> (common::Tree, Https, PathBuf) {
+    setup_with(&format!("allowed_commands = [{commands}]"), &[], "")
+}
+
+/// [`setup`] with `shell` for the shell section's keys, the server's files
+/// served to `wanted`, and more of the policy after the credential `api`.
+fn setup_with(shell: &str, wanted: &[String], extra: &str) -> (common::Tree, Https, PathBuf) {
     let tree = common::Tree::new();
-    let server = Https::start(&tree.top);
+    let server = Https::start(&tree.top, wanted);
     let dns = dns();
     std::fs::write(tree.top.join("token"), format!("{VALUE}\n")).unwrap();
     let policy = tree.policy(&format!(
-        "allowed_commands = [{commands}]\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\nroot_certificates = [\"ca.pem\"]\n\n[credentials.api]\nfrom_file = \"token\"\nenv = \"API_TOKEN\"\nhosts = [\"{BOUND}\"]\n",
+        "{shell}\nnetwork = \"proxy\"\n\n[egress]\nallowed_cidrs = [\"127.0.0.2/32\"]\nallowed_ports = [{port}]\ndns_servers = [\"127.0.0.1:{dns}\"]\nroot_certificates = [\"ca.pem\"]\n\n[credentials.api]\nfrom_file = \"token\"\nenv = \"API_TOKEN\"\nhosts = [\"{BOUND}\"]\n{extra}",
         port = server.port
     ));
     (tree, server, policy)
@@ -215,8 +245,11 @@ fn rot13(text: &str) -> String {
 
 #[test]
 fn a_command_holds_only_the_placeholder_and_the_bound_server_gets_the_value() {
-    let (tree, server, policy) = setup("\"env\", \"python3\"");
+    let (tree, server, policy) = setup("\"env\", \"python3\", \"git\"");
     std::fs::write(tree.root.join("fetch.py"), FETCH).unwrap();
+    // The shell's own git setting stays beside the credentials' header.
+    let git = tree.run_json(&policy, &["git", "config", "--get", "safe.bareRepository"]);
+    assert_eq!(git["stdout"], "explicit\n", "{git}");
     std::fs::write(tree.root.join("search.py"), SEARCH).unwrap();
 
     let env = tree.run_json(&policy, &["env"]);
@@ -236,15 +269,17 @@ fn a_command_holds_only_the_placeholder_and_the_bound_server_gets_the_value() {
         "GIT_SSL_CAINFO",
         "CARGO_HTTP_CAINFO",
         "PIP_CERT",
+        "npm_config_cafile",
     ] {
         assert!(
             stdout.contains(&format!("{var}=/etc/agentcaps/ca-bundle.pem")),
             "{var}: {stdout}"
         );
     }
-    assert!(stdout.contains(&format!(
-        "GIT_CONFIG_KEY_0=http.https://{BOUND}/.extraHeader"
-    )));
+    assert!(
+        stdout.contains(&format!("=http.https://{BOUND}/.extraHeader\n")),
+        "{stdout}"
+    );
     assert!(!env.to_string().contains(VALUE), "{env}");
 
     let url = format!("https://{BOUND}:{}/user", server.port);
@@ -338,4 +373,212 @@ async fn http_request_with_a_credential_authenticates_to_the_bound_host_only() {
         .expect_err("unknown credential");
     assert!(unknown.to_model_text().contains("nope"));
     let _ = std::io::stdout().flush();
+}
+
+/// npm's token: the prefix up to `_` is kept in its placeholder.
+const NPM_VALUE: &str = "npm_NpmValue0123456789abcdefABCDEF0123";
+/// cargo's registry token (sent bare, without `Bearer`).
+const CARGO_VALUE: &str = "cio_CargoValue0123456789abcdefABCDEF01";
+
+/// It ran in the full view, succeeded, every request allowed, and no
+/// real value is anywhere in its result.
+fn assert_clean_success(result: &serde_json::Value) {
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["enforced"], "full", "{result}");
+    let connections = result["connections"].as_array().expect("connections");
+    assert!(!connections.is_empty(), "{result}");
+    assert!(
+        connections.iter().all(|c| c["decision"] == "allow"),
+        "{result}"
+    );
+    let text = result.to_string();
+    for value in [VALUE, NPM_VALUE, CARGO_VALUE] {
+        assert!(!text.contains(value), "{result}");
+    }
+}
+
+#[test]
+fn npm_and_cargo_authenticate_with_placeholders_under_the_development_preset() {
+    // The registry serves its files only to the real values.
+    let wanted = [format!("Bearer {NPM_VALUE}"), CARGO_VALUE.to_owned()];
+    let extra = format!(
+        "\n[credentials.npm]\nfrom_file = \"npm-token\"\nenv = \"NPM_TOKEN\"\nhosts = [\"{BOUND}\"]\n\n[credentials.cargo]\nfrom_file = \"cargo-token\"\nenv = \"CARGO_REGISTRIES_LOOP_TOKEN\"\nhosts = [\"{BOUND}\"]\n"
+    );
+    let (tree, server, policy) = setup_with("preset = \"development\"", &wanted, &extra);
+    std::fs::write(tree.top.join("npm-token"), NPM_VALUE).unwrap();
+    std::fs::write(tree.top.join("cargo-token"), CARGO_VALUE).unwrap();
+    let base = format!("https://{BOUND}:{}", server.port);
+    common::registry::cargo_and_npm(&tree.top.join("srv"), &base, true);
+
+    // npm: the project's `.npmrc` names the token by its variable, which
+    // holds the placeholder.
+    std::fs::write(
+        tree.root.join(".npmrc"),
+        format!("//{BOUND}:{}/:_authToken=${{NPM_TOKEN}}\n", server.port),
+    )
+    .unwrap();
+    let registry_url = format!("{base}/npm/");
+    let viewed = tree.run_json(
+        &policy,
+        &[
+            "npm",
+            "view",
+            "leftpad",
+            "description",
+            "--registry",
+            &registry_url,
+            "--fetch-retries=0",
+        ],
+    );
+    assert_clean_success(&viewed);
+    assert_eq!(viewed["stdout"], "pads on the left\n", "{viewed}");
+    assert!(
+        server
+            .seen()
+            .contains(&format!("/npm/leftpad Bearer {NPM_VALUE}")),
+        "{}",
+        server.seen()
+    );
+
+    // cargo: a sparse registry with `auth-required`, its token in
+    // `CARGO_REGISTRIES_LOOP_TOKEN` (read by the `cargo:token` provider,
+    // which cargo wants named for such a registry).
+    let project = tree.root.join("proj");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::create_dir_all(tree.root.join(".cargo")).unwrap();
+    std::fs::write(
+        tree.root.join(".cargo/config.toml"),
+        format!(
+            "[registries.loop]\nindex = \"sparse+{base}/index/\"\ncredential-provider = \"cargo:token\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        "[package]\nname = \"proj\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntiny = { version = \"0.1\", registry = \"loop\" }\n",
+    )
+    .unwrap();
+    std::fs::write(project.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let fetched = tree.run_json(
+        &policy,
+        &["cargo", "fetch", "--manifest-path", "proj/Cargo.toml"],
+    );
+    assert_clean_success(&fetched);
+    assert!(
+        fetched["stderr"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Downloaded tiny v0.1.0"),
+        "{fetched}"
+    );
+    let seen = server.seen();
+    for path in ["/index/ti/ny/tiny", "/dl/tiny-0.1.0.crate"] {
+        assert!(seen.contains(&format!("{path} {CARGO_VALUE}")), "{seen}");
+    }
+    // The server never saw a value where it was not due, nor a
+    // placeholder authorised.
+    assert!(!seen.contains(VALUE), "{seen}");
+}
+
+/// Fetches `$1` with the placeholder as a bearer token (curl: without
+/// the view a command reads only the runtime and its roots, not a Python
+/// manager's shims in a home directory).
+const CURL_FETCH: &str =
+    "curl -sS --max-time 20 -H \"Authorization: Bearer $API_TOKEN\" \"$1\" || echo failed\n";
+
+/// What a command without its view can reach of the credentials: the
+/// value (given rot13'd) in its own environment, the bundle for writing,
+/// the credential's file (named in the file `$2`: the argument checks
+/// would refuse its path) and its parent's `/proc` entry; one word
+/// each.
+const PROBE: &str = r#"value=$(printf %s "$1" | tr 'A-Za-z' 'N-ZA-Mn-za-m')
+reach() { if "$@" >/dev/null 2>&1; then echo open; else echo denied; fi; }
+if grep -qaF "$value" /proc/self/environ; then self=True; else self=False; fi
+echo self $self bundle $(reach sh -c ': >> "$SSL_CERT_FILE"') token $(reach cat "$(cat "$2")") parent $(reach cat /proc/$PPID/environ)
+"#;
+
+/// Runs `argv` in this process with the policy at `policy`: this test
+/// binary registers no view helper, so the command runs without its view,
+/// with Landlock alone.
+fn run_without_view(policy: &Path, argv: &[&str]) -> agentcaps::shell::RunResult {
+    let shell = Policy::load(policy)
+        .expect("policy")
+        .shell_policy()
+        .expect("shell policy");
+    let command = shell
+        .validate(&agentcaps::shell::CommandRequest::argv(
+            argv.iter().copied(),
+        ))
+        .expect("valid");
+    shell.run_blocking(command).expect("ran")
+}
+
+#[test]
+fn without_the_view_landlock_keeps_the_value_out_and_the_bound_host_still_authenticates() {
+    let (tree, server, policy) = setup("\"env\", \"bash\"");
+    std::fs::write(tree.root.join("fetch.sh"), CURL_FETCH).unwrap();
+    std::fs::write(tree.root.join("probe.sh"), PROBE).unwrap();
+
+    let env = run_without_view(&policy, &["env"]);
+    let reason = env.enforced_reason.clone().unwrap_or_default();
+    assert!(
+        env.enforced.to_string().starts_with("partial") && reason.contains("no view helper"),
+        "{env:?}"
+    );
+    assert!(!reason.contains("credentials are not offered"), "{reason}");
+    let placeholder = env
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("API_TOKEN="))
+        .unwrap_or_else(|| panic!("no API_TOKEN in {env:?}"));
+    assert!(placeholder.starts_with("ghp_") && placeholder.len() == VALUE.len());
+    assert_ne!(placeholder, VALUE);
+    let bundle = env
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SSL_CERT_FILE="))
+        .unwrap_or_else(|| panic!("no bundle in {env:?}"))
+        .to_owned();
+    assert!(!format!("{env:?}").contains(VALUE));
+
+    let url = format!("https://{BOUND}:{}/fallback", server.port);
+    let fetched = run_without_view(&policy, &["bash", "fetch.sh", &url]);
+    assert_eq!(fetched.stdout, "ok /fallback", "{fetched:?}");
+    assert!(
+        server.seen().contains(&format!("/fallback Bearer {VALUE}")),
+        "{}",
+        server.seen()
+    );
+    assert!(!format!("{fetched:?}").contains(VALUE));
+
+    std::fs::write(
+        tree.root.join("token-path"),
+        tree.top.join("token").as_os_str().as_encoded_bytes(),
+    )
+    .unwrap();
+    let probed = run_without_view(&policy, &["bash", "probe.sh", &rot13(VALUE), "token-path"]);
+    assert_eq!(
+        probed.stdout, "self False bundle denied token denied parent denied\n",
+        "{probed:?}"
+    );
+    // The bundle is gone with the run.
+    assert!(!Path::new(&bundle).exists(), "{bundle}");
+}
+
+#[test]
+fn without_the_view_and_a_root_holding_proc_no_credential_is_offered() {
+    let (tree, server, policy) = setup("\"env\", \"bash\"");
+    let text = std::fs::read_to_string(&policy)
+        .unwrap()
+        .replace("allowed = [\"root\"]", "allowed = [\"root\", \"/proc\"]");
+    std::fs::write(&policy, text).unwrap();
+    std::fs::write(tree.root.join("fetch.sh"), CURL_FETCH).unwrap();
+    let env = run_without_view(&policy, &["env"]);
+    let reason = env.enforced_reason.clone().unwrap_or_default();
+    assert!(reason.contains("credentials are not offered"), "{reason}");
+    assert!(!env.stdout.contains("API_TOKEN=") && !env.stdout.contains("SSL_CERT_FILE="));
+    let url = format!("https://{BOUND}:{}/unsafe", server.port);
+    let fetched = run_without_view(&policy, &["bash", "fetch.sh", &url]);
+    assert_eq!(fetched.stdout, "failed\n", "{fetched:?}");
+    assert!(!server.seen().contains("/unsafe"), "{}", server.seen());
 }

@@ -80,28 +80,14 @@ fn static_server(dir: PathBuf) -> (u16, Arc<AtomicUsize>) {
 /// Writes the registries' files under `srv` (crate, wheel, packument,
 /// indexes) with Python, for the server on `port`.
 fn registries(srv: &Path, port: u16) {
+    common::registry::cargo_and_npm(srv, &format!("http://127.0.0.2:{port}"), false);
     let script = r#"
-import gzip, hashlib, io, json, os, sys, tarfile, zipfile
+import hashlib, io, os, sys, zipfile
 srv, port = sys.argv[1], sys.argv[2]
-base = f"http://127.0.0.2:{port}"
 def put(rel, data):
     path = os.path.join(srv, rel)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     open(path, "wb").write(data if isinstance(data, bytes) else data.encode())
-# A sparse cargo registry holding `tiny 0.1.0`.
-raw = io.BytesIO()
-with tarfile.open(fileobj=raw, mode="w") as t:
-    for name, text in {
-        "tiny-0.1.0/Cargo.toml": '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n',
-        "tiny-0.1.0/src/lib.rs": "pub fn tiny() -> u8 { 1 }\n",
-    }.items():
-        info = tarfile.TarInfo(name); info.size = len(text); info.mode = 0o644
-        t.addfile(info, io.BytesIO(text.encode()))
-crate = gzip.compress(raw.getvalue())
-put("dl/tiny-0.1.0.crate", crate)
-put("index/config.json", json.dumps({"dl": base + "/dl/{crate}-{version}.crate", "api": None}))
-put("index/ti/ny/tiny", json.dumps({"name": "tiny", "vers": "0.1.0", "deps": [],
-    "cksum": hashlib.sha256(crate).hexdigest(), "features": {}, "yanked": False}) + "\n")
 # A PyPI simple index holding `demo-pkg 1.0`.
 wheel = "demo_pkg-1.0-py3-none-any.whl"
 files = {
@@ -117,24 +103,9 @@ with zipfile.ZipFile(buf, "w") as z:
 put("simple/demo-pkg/" + wheel, buf.getvalue())
 digest = hashlib.sha256(buf.getvalue()).hexdigest()
 put("simple/demo-pkg/index.html", f'<html><body><a href="{wheel}#sha256={digest}">{wheel}</a></body></html>')
-# An npm packument for `leftpad 1.0.0`.
-put("npm/leftpad", json.dumps({"_id": "leftpad", "name": "leftpad", "dist-tags": {"latest": "1.0.0"},
-    "versions": {"1.0.0": {"name": "leftpad", "version": "1.0.0", "description": "pads on the left",
-        "dist": {"tarball": base + "/npm/leftpad-1.0.0.tgz", "shasum": "0" * 40}}},
-    "time": {"created": "2020-01-01T00:00:00.000Z", "modified": "2020-01-01T00:00:00.000Z",
-        "1.0.0": "2020-01-01T00:00:00.000Z"}}))
 "#;
-    let out = Command::new("python3")
-        .args(["-c", script])
-        .arg(srv)
-        .arg(port.to_string())
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let port = port.to_string();
+    common::registry::python(script, &[srv.as_os_str(), port.as_ref()]);
     // A git repository served the "dumb" HTTP way (plain files).
     let git = |dir: &Path, args: &[&str]| {
         let out = Command::new("git")

@@ -8,6 +8,19 @@
 //! a bound host, method and path. A placeholder anywhere else is refused
 //! before anything is sent (`credential-unbound`, `credential-cleartext`).
 //! Bodies and query strings are never rewritten.
+//!
+//! # What is and is not protected
+//!
+//! The value goes only to a bound host's judged address, over TLS the
+//! egress client verified. Refusing a misplaced placeholder needs the
+//! request in the clear: the proxy ends TLS only for a `CONNECT` to a bound
+//! host, and a tunnel to any other host stays opaque (certificate pinning
+//! keeps working there). A placeholder sent through such a tunnel is
+//! therefore not refused, and that server receives it — a random string,
+//! new for every run, which tells it the value's length, prefix and kinds
+//! of characters, and nothing that works anywhere. Misuse at the bound host
+//! itself (an allowed request the person did not want) is not prevented
+//! either: narrow the binding with methods and paths.
 
 #[cfg(feature = "proxy")]
 pub(crate) mod authority;
@@ -267,6 +280,9 @@ impl Credential {
 #[derive(Debug, Clone)]
 pub struct RunCredentials {
     entries: Arc<Vec<(Credential, String)>>,
+    /// Ports besides 443 that HTTPS to a bound host may use (git's
+    /// `extraHeader` is set for each).
+    ports: Vec<u16>,
 }
 
 /// Fills `buf` from the system's secure random source.
@@ -309,7 +325,26 @@ impl RunCredentials {
         }
         Ok(RunCredentials {
             entries: Arc::new(entries),
+            ports: Vec::new(),
         })
+    }
+
+    /// The ports a bound host may be reached on (the policy's allowed
+    /// ports): git matches `http.<url>.*` keys by the exact port, so
+    /// [`RunCredentials::environment`] sets `extraHeader` for
+    /// `https://HOST:PORT/` too, for each of them but 443 (the default
+    /// `https://HOST/` covers it) and 80 (plain HTTP, where a placeholder
+    /// is refused anyway).
+    #[must_use]
+    pub fn with_ports(mut self, ports: &[u16]) -> RunCredentials {
+        self.ports = ports
+            .iter()
+            .copied()
+            .filter(|p| *p != 443 && *p != 80)
+            .collect();
+        self.ports.sort_unstable();
+        self.ports.dedup();
+        self
     }
 
     /// True when there are none.
@@ -329,8 +364,9 @@ impl RunCredentials {
 
     /// The variables a command gets: each credential's `env` set to its
     /// placeholder, and for git an `http.https://HOST/.extraHeader` per
-    /// exact bound host of a credential with a variable (through
-    /// `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`).
+    /// exact bound host of a credential with a variable, and one for
+    /// `https://HOST:PORT/` per port of [`RunCredentials::with_ports`]
+    /// (through `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`).
     #[must_use]
     pub fn environment(&self) -> Vec<(String, String)> {
         let mut env = Vec::new();
@@ -345,10 +381,14 @@ impl RunCredentials {
                 let Some((name, value)) = Credential::injected_with(credential, placeholder) else {
                     continue;
                 };
-                git.push((
-                    format!("http.https://{host}/.extraHeader"),
-                    format!("{name}: {value}"),
-                ));
+                let header = format!("{name}: {value}");
+                git.push((format!("http.https://{host}/.extraHeader"), header.clone()));
+                for port in &self.ports {
+                    git.push((
+                        format!("http.https://{host}:{port}/.extraHeader"),
+                        header.clone(),
+                    ));
+                }
             }
         }
         if !git.is_empty() {

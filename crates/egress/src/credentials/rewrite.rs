@@ -2,7 +2,8 @@
 //! inside `Authorization: Basic`, decoded and re-encoded) are replaced by
 //! the real values, for a request each of their credentials is bound to.
 //! Every header keeps its name, its place and its count; a header without
-//! a placeholder is passed as it is.
+//! a placeholder is passed as it is. A header that holds a real value
+//! itself is held to its credential's binding just the same.
 
 use http::header::AUTHORIZATION;
 use http::{HeaderMap, HeaderValue, Method};
@@ -31,7 +32,10 @@ fn basic_payload(value: &[u8]) -> Option<&str> {
 }
 
 /// Replaces each placeholder of `run` in `text`, after checking its
-/// credential may go to `to`; `None` when there is none.
+/// credential may go to `to`; `None` when there is none. A text that
+/// already holds a real value is held to the same binding (and left as it
+/// is): a command should never hold one, but if a bound server showed it
+/// the value, the proxy still sends it nowhere else it can see.
 fn swap(
     run: &RunCredentials,
     text: &[u8],
@@ -39,19 +43,19 @@ fn swap(
 ) -> Result<Option<Vec<u8>>, EgressError> {
     let mut out: Option<Vec<u8>> = None;
     for (credential, placeholder) in run.iter() {
+        let value = credential.secret().expose().as_bytes();
         let current = out.as_deref().unwrap_or(text);
-        if find(current, placeholder.as_bytes()).is_none() {
+        let holds_placeholder = find(current, placeholder.as_bytes()).is_some();
+        if !holds_placeholder && find(text, value).is_none() {
             continue;
         }
         match to {
             Some(to) => credential.allows(to)?,
             None => return Err(found(credential)),
         }
-        out = Some(replace(
-            current,
-            placeholder.as_bytes(),
-            credential.secret().expose().as_bytes(),
-        ));
+        if holds_placeholder {
+            out = Some(replace(current, placeholder.as_bytes(), value));
+        }
     }
     Ok(out)
 }
@@ -237,5 +241,30 @@ mod tests {
         }
         assert_eq!(run.found_in(&h).map(Credential::name), Some("github"));
         assert!(run.found_in(&HeaderMap::new()).is_none());
+    }
+
+    #[test]
+    fn the_value_itself_is_held_to_the_binding_and_never_rewritten() {
+        let run = run();
+        let get = Method::GET;
+        let plain = format!("token {VALUE}");
+        let basic = format!("Basic {}", base64::encode(format!("x:{VALUE}").as_bytes()));
+        for text in [plain.as_str(), basic.as_str()] {
+            let mut h = HeaderMap::new();
+            h.insert("authorization", text.parse().unwrap());
+            for dest in [
+                to("evil.example", &get, "/repos/acme/x", true),
+                to("github.com", &get, "/repos/other", true),
+            ] {
+                let e = run.rewrite(&h, &dest).unwrap_err();
+                assert_eq!(e.rule(), "credential-unbound", "{text} {dest:?}");
+                assert!(!e.to_string().contains(VALUE));
+            }
+            assert_eq!(run.found_in(&h).map(Credential::name), Some("github"));
+            let out = run
+                .rewrite(&h, &to("github.com", &get, "/repos/acme/x", true))
+                .unwrap();
+            assert_eq!(out, h);
+        }
     }
 }

@@ -36,7 +36,10 @@ use crate::error::{CredentialRule, EgressError};
 use crate::policy::{EgressPolicy, UrlVerdict};
 use tokio::io::AsyncReadExt as _;
 
-/// The variables that point programs at a CA bundle.
+/// The variables that point programs at a CA bundle. npm's
+/// `npm_config_cafile` is among them because npm, given a `cafile` (as
+/// distributions' global npmrc commonly sets it), trusts that file alone
+/// and ignores `NODE_EXTRA_CA_CERTS`; the variable outranks every npmrc.
 pub const CA_VARIABLES: &[&str] = &[
     "SSL_CERT_FILE",
     "CURL_CA_BUNDLE",
@@ -45,6 +48,7 @@ pub const CA_VARIABLES: &[&str] = &[
     "GIT_SSL_CAINFO",
     "CARGO_HTTP_CAINFO",
     "PIP_CERT",
+    "npm_config_cafile",
 ];
 
 /// What a proxy with credentials gives the command it serves: the
@@ -105,7 +109,7 @@ impl Terminator {
         if policy.credentials().is_empty() {
             return Ok(None);
         }
-        let run = RunCredentials::new(policy.credentials())?;
+        let run = RunCredentials::new(policy.credentials())?.with_ports(&policy.allowed_ports());
         let authority = Authority::new()?;
         Ok(Some(Terminator {
             session: CredentialSession {

@@ -5,8 +5,10 @@
 //! path or not.
 //!
 //! - the real value appears in a rewritten request only when it goes to
-//!   the bound host, over TLS, with a bound method and path;
-//! - a request without a placeholder is passed exactly as it came;
+//!   the bound host, over TLS, with a bound method and path (a request
+//!   that already holds it elsewhere is refused like a placeholder);
+//! - a request with neither a placeholder nor the value is passed exactly
+//!   as it came;
 //! - no header is lost, duplicated, renamed or moved;
 //! - each rewritten value is the input with every placeholder replaced
 //!   (inside Basic: decoded, replaced, re-encoded), and no placeholder is
@@ -47,10 +49,45 @@ pub fn base64(data: &[u8]) -> String {
     out
 }
 
+/// An independent decoder of the canonical spelling only (what `base64`
+/// gives back unchanged).
+pub fn unbase64(text: &str) -> Option<Vec<u8>> {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let body = text.trim_end_matches('=');
+    let mut bits = 0u32;
+    let mut count = 0;
+    let mut out = Vec::new();
+    for c in body.bytes() {
+        let v = A.iter().position(|&a| a == c)?;
+        bits = bits << 6 | v as u32;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out.push((bits >> count) as u8);
+        }
+    }
+    (base64(&out) == text).then_some(out)
+}
+
+/// The decoded payload of `Basic PAYLOAD`.
+fn basic_decoded(value: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (scheme, rest) = text.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    unbase64(rest.trim())
+}
+
+fn contains(text: &[u8], needle: &[u8]) -> bool {
+    text.windows(needle.len()).any(|w| w == needle)
+}
+
 /// A request built from fuzz bytes: the first three choose the host, the
 /// method, TLS and the path; the rest are `name: value` lines where byte
 /// `0xff` stands for the placeholder and `0xfe` for `Basic
-/// base64(user:PLACEHOLDER)`.
+/// base64(user:PLACEHOLDER)`, `0xfd` for the real value and `0xfc` for
+/// `Basic base64(user:VALUE)` (a command that somehow learnt it).
 pub struct Case {
     pub headers: HeaderMap,
     pub host: &'static str,
@@ -76,6 +113,11 @@ pub fn case(data: &[u8], placeholder: &str) -> Option<Case> {
                     text.extend_from_slice(
                         base64(format!("u:{placeholder}").as_bytes()).as_bytes(),
                     );
+                }
+                0xfd => text.extend_from_slice(VALUE.as_bytes()),
+                0xfc => {
+                    text.extend_from_slice(b"Basic ");
+                    text.extend_from_slice(base64(format!("u:{VALUE}").as_bytes()).as_bytes());
                 }
                 other => text.push(other),
             }
@@ -133,13 +175,12 @@ pub fn violations(run: &RunCredentials, case: &Case) -> Option<String> {
         target: case.target,
         tls: case.tls,
     };
+    // A placeholder or the value itself, plain or (in `Authorization`)
+    // inside a Basic payload: either is held to the binding.
+    let holds = |v: &[u8]| contains(v, placeholder.as_bytes()) || contains(v, VALUE.as_bytes());
     let carries = case.headers.iter().any(|(n, v)| {
-        let v = v.as_bytes();
-        v.windows(placeholder.len())
-            .any(|w| w == placeholder.as_bytes())
-            || (n == "authorization"
-                && v == format!("Basic {}", base64(format!("u:{placeholder}").as_bytes()))
-                    .as_bytes())
+        holds(v.as_bytes())
+            || (n == "authorization" && basic_decoded(v.as_bytes()).is_some_and(|d| holds(&d)))
     });
     let may_go = case.host == BOUND
         && case.tls
@@ -174,12 +215,12 @@ pub fn violations(run: &RunCredentials, case: &Case) -> Option<String> {
             if got.next().is_some() {
                 return Some("a header was added".to_owned());
             }
-            let leaked = out.iter().any(|(_, v)| {
-                v.as_bytes()
-                    .windows(VALUE.len())
-                    .any(|w| w == VALUE.as_bytes())
-                    || v.as_bytes()
-                        == format!("Basic {}", base64(format!("u:{VALUE}").as_bytes())).as_bytes()
+            // Plainly, or where the rewrite looks into Basic payloads.
+            let has_value = |v: &[u8]| contains(v, VALUE.as_bytes());
+            let leaked = out.iter().any(|(n, v)| {
+                has_value(v.as_bytes())
+                    || (n == "authorization"
+                        && basic_decoded(v.as_bytes()).is_some_and(|d| has_value(&d)))
             });
             if leaked && !may_go {
                 return Some("the value went where it may not".to_owned());

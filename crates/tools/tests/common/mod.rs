@@ -3,6 +3,8 @@
 //! loopback HTTP server.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod registry;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
