@@ -5,7 +5,9 @@
 //! each mistake with its line. The values are read then, kept in a
 //! [`Secret`](crate::egress::credentials::Secret), and never shown: the
 //! effective policy and `check policy` list the name, the source and the
-//! hosts.
+//! hosts. A `from_file` source must lie outside every root of `[files]`
+//! (as written and as its real path): inside one, the file tools and the
+//! commands could read the value itself.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -177,6 +179,45 @@ pub(crate) fn load(
         });
     }
     Ok(out)
+}
+
+/// Refuses a `from_file` source that lies inside a root of `files` (for
+/// reading or writing, compared as given and as its real path): the file
+/// tools and every command could read the real value there, and where no
+/// private view can be built nothing would hide it.
+pub(crate) fn sources_outside_roots(
+    spans: &Spans<'_>,
+    entries: &[CredentialEntry],
+    files: &crate::paths::PathPolicyConfig,
+) -> Result<(), PolicyError> {
+    let real = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let roots: Vec<PathBuf> = files
+        .allowed
+        .iter()
+        .chain(&files.read_only)
+        .flat_map(|root| [root.clone(), real(root)])
+        .collect();
+    for entry in entries {
+        let CredentialSource::File(file) = &entry.source else {
+            continue;
+        };
+        let spellings = [file.clone(), real(file)];
+        let inside = roots
+            .iter()
+            .find(|root| spellings.iter().any(|file| file.starts_with(root)));
+        if let Some(root) = inside {
+            return Err(invalid(
+                spans,
+                &["credentials", entry.name.as_str(), "from_file"],
+                format!(
+                    "{} lies inside the root {}, where the tools and commands could read the value; keep a credential's file outside every root",
+                    file.display(),
+                    root.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads and checks every `root_certificates` file.

@@ -254,6 +254,7 @@ impl Policy {
         policy.resolve_relative(base);
         let spans = load::Spans::new(text);
         policy.credentials = credentials::load(&spans, &tools.credentials, base)?;
+        credentials::sources_outside_roots(&spans, &policy.credentials, &policy.files)?;
         policy.root_files = credentials::roots(&spans, &tools.egress, base)?;
         validate::files(&spans, &policy.files, tools.files.create_missing)?;
         validate::egress(&spans, &policy.egress)?;

@@ -167,3 +167,36 @@ fn root_certificates_are_trusted_and_listed_as_a_loosening() {
     );
     assert!(effective.contains("policy text:2"), "{effective}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_credential_file_inside_a_root_is_refused_at_load_however_it_is_reached() {
+    // Inside a root the file tools and every command could read the value
+    // itself; through a link to a root, or a root that is a link, too.
+    let dir = dir_with_token();
+    std::fs::create_dir(dir.path().join("project")).unwrap();
+    std::fs::write(dir.path().join("project/token"), format!("{VALUE}\n")).unwrap();
+    std::os::unix::fs::symlink("project", dir.path().join("alias")).unwrap();
+    let cases = [
+        ("[files]\nallowed = [\"project\"]\n", "project/token"),
+        ("[files]\nread_only = [\"project\"]\n", "project/token"),
+        ("[files]\nallowed = [\"alias\"]\n", "project/token"),
+        ("[files]\nallowed = [\"project\"]\n", "alias/token"),
+        ("[files]\nallowed = [\".\"]\n", "token"),
+    ];
+    for (files, source) in cases {
+        let text =
+            format!("{files}\n[credentials.a]\nhosts = [\"x.com\"]\nfrom_file = \"{source}\"\n");
+        let e = load(&text, dir.path()).expect_err(&text);
+        assert_eq!(
+            line_and_key(&e),
+            (6, "credentials.a.from_file".to_owned()),
+            "{text}: {e}"
+        );
+        assert!(e.to_string().contains("outside every root"), "{e}");
+        assert!(!e.to_string().contains("FileValue"), "{e}");
+    }
+    // Beside the root, it loads.
+    let text = "[files]\nallowed = [\"project\"]\n\n[credentials.a]\nhosts = [\"x.com\"]\nfrom_file = \"token\"\n";
+    load(text, dir.path()).expect("a file outside the roots");
+}
