@@ -38,8 +38,13 @@
 //!   (`git-config-key` names the first that could run a program).
 //! - `commit` puts the allowed changes in place through the path crate's
 //!   handles ([`agentcaps_paths::Beneath`]): every new content is staged
-//!   first, then each is exchanged with the file it replaces (kept aside),
-//!   created or moved aside; any failure puts everything back. Names the
+//!   first, in one hidden directory per root (`.agentcaps-commit-PID-N`,
+//!   `0700`), then each is exchanged with the file it replaces (kept aside
+//!   there), created or moved aside there; any failure puts everything
+//!   back. A process killed mid-commit leaves each file old or new and its
+//!   temporary files only in that directory, which the next commit into
+//!   the root removes. An entry whose own name is not UTF-8 is deleted by
+//!   its directory's handle. Names the
 //!   command hard-linked among its own new files land as hard links of one
 //!   file (compilers make them); a hard link to a file it did not create
 //!   is refused. New directories get the command's mode (`& 0o777`) once
@@ -215,6 +220,10 @@ pub(crate) fn write_back(
             // that writes tens of thousands of files commits under the usual
             // limit of 1024 open files.
             beneath.share_dir_handles(true);
+            // Every temporary file in one hidden directory per root: a
+            // commit killed at any point leaves each file old or new and
+            // nothing stray beside them (the next commit removes it).
+            beneath.stage_in_commit_dir(true);
             beneath
         });
     let mut roots = roots;

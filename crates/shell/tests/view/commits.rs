@@ -450,17 +450,8 @@ fn a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory() {
     const NAME: &str = "commits::a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory";
     if std::env::var_os(MEASURING).is_none() {
         // Measured alone, in a process of its own: the peak is this run's.
-        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-            .env(MEASURING, "1")
-            .output()
-            .expect("re-run");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(output.status.success(), "{text}");
+        let (status, text) = crate::support::rerun(NAME, MEASURING, "1");
+        assert!(status.success(), "{text}");
         assert!(text.contains("1 passed"), "the re-run ran no test: {text}");
         for line in text.lines().filter(|l| l.starts_with("peak resident set")) {
             eprintln!("{line}");
@@ -496,4 +487,41 @@ fn a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory() {
     let above = peak.saturating_sub(baseline);
     eprintln!("peak resident set {peak} KiB, baseline {baseline} KiB: {above} KiB above");
     assert!(above < 64 * 1024, "{above} KiB above the baseline");
+}
+
+#[test]
+fn entries_whose_own_names_are_not_utf8_are_deleted_alone() {
+    use std::os::unix::ffi::OsStrExt;
+    let project = Project::new();
+    let name = |bytes: &[u8]| std::ffi::OsStr::from_bytes(bytes).to_owned();
+    let odd_file = project.root.join(name(b"\xff.bin"));
+    let odd_dir = project.root.join("sub").join(name(b"\xfe"));
+    std::fs::write(&odd_file, "odd\n").expect("odd file");
+    std::fs::create_dir_all(odd_dir.join("inner")).expect("odd dir");
+    std::fs::write(odd_dir.join("inner/x"), "x\n").expect("x");
+    project.write("sub/plain.txt", "plain\n");
+    let result = project.python(
+        "import os, shutil\nos.remove(b'\\xff.bin')\nshutil.rmtree(b'sub/\\xfe')\nopen('kept.txt', 'w').write('y\\n')\n",
+        &[],
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert!(
+        std::fs::symlink_metadata(&odd_file).is_err(),
+        "the file is gone: {changes:#?}"
+    );
+    assert!(
+        std::fs::symlink_metadata(&odd_dir).is_err(),
+        "the directory is gone: {changes:#?}"
+    );
+    assert_eq!(project.read("sub/plain.txt").as_deref(), Some("plain\n"));
+    assert_eq!(project.read("kept.txt").as_deref(), Some("y\n"));
+    let mut deleted: Vec<&str> = changes
+        .applied
+        .iter()
+        .filter(|c| c.action == agentcaps_shell::ChangeAction::Delete)
+        .map(|c| c.path.as_str())
+        .collect();
+    deleted.sort_unstable();
+    assert_eq!(deleted, ["sub/\u{fffd}", "\u{fffd}.bin"], "{changes:#?}");
 }
