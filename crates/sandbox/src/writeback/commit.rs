@@ -79,6 +79,9 @@ pub(crate) struct RootOps<'a> {
     placed: BTreeSet<String>,
     /// Where renamed files were.
     renamed_from: BTreeSet<String>,
+    /// Removals that may not fail alone (other changes were judged with
+    /// what they remove gone): the whole commit fails with one of them.
+    pub(crate) pinned: BTreeSet<String>,
 }
 
 impl<'a> RootOps<'a> {
@@ -113,6 +116,7 @@ impl<'a> RootOps<'a> {
             removed_dirs,
             placed,
             renamed_from,
+            pinned: BTreeSet::new(),
         }
     }
 }
@@ -124,9 +128,13 @@ impl<'a> RootOps<'a> {
     /// delete (the file stays). A rename whose delete is taken out lands
     /// as a copy. Returns what is left and what was taken.
     pub(crate) fn take_out(self, i: usize) -> (RootOps<'a>, Vec<Op>) {
-        let RootOps { root, ops, .. } = self;
+        let RootOps {
+            root, ops, pinned, ..
+        } = self;
         let Some(failed) = ops.get(i) else {
-            return (RootOps::new(root, ops), Vec::new());
+            let mut left = RootOps::new(root, ops);
+            left.pinned = pinned;
+            return (left, Vec::new());
         };
         let rel = failed.rel().to_owned();
         let renamed_from = failed.renamed_from().map(str::to_owned);
@@ -155,7 +163,9 @@ impl<'a> RootOps<'a> {
                 *action = super::changes::ChangeAction::Create;
             }
         }
-        (RootOps::new(root, kept), taken)
+        let mut left = RootOps::new(root, kept);
+        left.pinned = pinned;
+        (left, taken)
     }
 }
 

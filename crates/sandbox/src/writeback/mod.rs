@@ -120,6 +120,9 @@ struct Verdicts<'a> {
     root: &'a Path,
     judged: Judged,
     lenient: Option<Judged>,
+    /// Removals of guarded links that other changes were judged without:
+    /// one that cannot land takes the whole commit with it.
+    pinned: BTreeSet<String>,
 }
 
 /// What identifies an op across the two judgings: its path and kind.
@@ -173,7 +176,7 @@ pub(crate) fn write_back(
             let roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
             Aliases::of_roots(paths, &roots)
         });
-        let judge_as = |protected_allowed: bool| {
+        let judge_with = |aliases: &Aliases, protected_allowed: bool| {
             let how = Judging {
                 aliases,
                 protected_allowed,
@@ -182,13 +185,36 @@ pub(crate) fn write_back(
             history::judge_records(paths, root, upper, &mut judged, protected_allowed);
             judged
         };
-        let judged = judge_as(false);
+        let mut judged = judge_with(aliases, false);
+        // A guarded link the command removed (and whose removal is
+        // allowed) is no other name of anything once committed: judged
+        // again without it. Its removal must then land, or nothing does.
+        let removed: Vec<(String, PathBuf)> = judged
+            .ops
+            .iter()
+            .filter(|op| matches!(op, Op::Delete { .. }))
+            .map(|op| (op.rel().to_owned(), root.join(op.rel())))
+            .collect();
+        let gone: Vec<PathBuf> = removed.iter().map(|(_, at)| at.clone()).collect();
+        let fewer = aliases.without(&gone);
+        let mut pinned = BTreeSet::new();
+        if let Some(fewer) = &fewer {
+            judged = judge_with(fewer, false);
+            pinned = removed
+                .into_iter()
+                .filter(|(_, at)| aliases.has_link_at_or_beneath(at))
+                .map(|(rel, _)| rel)
+                .collect();
+        }
+        let aliases = fewer.as_ref().unwrap_or(aliases);
+        let judge_as = |protected_allowed: bool| judge_with(aliases, protected_allowed);
         let askable = decider.is_some() && judged.refused.iter().any(|r| r.rule == WRITE_PROTECTED);
         let lenient = askable.then(|| judge_as(true));
         verdicts.push(Verdicts {
             root,
             judged,
             lenient,
+            pinned,
         });
     }
     let (roots, lifted) = decide(paths, verdicts, decider, cwd, &mut changes);
@@ -260,9 +286,14 @@ fn commit_each_alone(
             }
             Err(failure) => failure,
         };
-        let at = failure
-            .at
-            .filter(|&(r, _)| r < roots.len() && failed_alone < MAX_FAILED_ALONE);
+        let at = failure.at.filter(|&(r, i)| {
+            failed_alone < MAX_FAILED_ALONE
+                && roots.get(r).is_some_and(|root| {
+                    root.ops
+                        .get(i)
+                        .is_some_and(|op| !root.pinned.contains(op.rel()))
+                })
+        });
         let Some((r, i)) = at else {
             let reason = format!("none of the command's changes landed: {}", failure.reason);
             refuse_all(&mut roots, &reason, cwd, changes);
@@ -371,6 +402,7 @@ fn decide<'a>(
             root,
             judged,
             lenient,
+            pinned,
         } = verdict;
         let approved_rels: Vec<PathBuf> = judged
             .refused
@@ -416,7 +448,9 @@ fn decide<'a>(
             }
         }
         if !ops.is_empty() {
-            roots.push(RootOps::new(root, ops));
+            let mut ops = RootOps::new(root, ops);
+            ops.pinned = pinned;
+            roots.push(ops);
         }
     }
     (roots, lifted)
