@@ -55,6 +55,10 @@ use super::judge::{Op, shown};
 /// (staging included), make the commit fail, as a full disk or a vanished
 /// directory would, or kill the process (`SIGKILL`), as a crash would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(
+    not(all(feature = "landlock", target_os = "linux")),
+    allow(dead_code, reason = "set only by the view's run")
+)]
 pub(crate) enum CommitFault {
     /// Fail the step.
     Fail(usize),
