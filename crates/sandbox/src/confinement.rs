@@ -39,6 +39,8 @@ pub(crate) struct ViewSettings {
     pub(crate) staging: Option<PathBuf>,
     /// Test seam: fail the write-back's commit at this step.
     pub(crate) commit_fault: Option<usize>,
+    /// Test seam: kill the process at this step of the write-back's commit.
+    pub(crate) commit_kill: Option<usize>,
     /// Cache directories overlaid in the view, their writes discarded.
     pub(crate) cache_dirs: Vec<PathBuf>,
     /// Test seam: the view applies no Landlock (the run must then fail).
@@ -104,6 +106,7 @@ impl Default for ViewSettings {
             helper: None,
             staging: None,
             commit_fault: None,
+            commit_kill: None,
             cache_dirs: Vec::new(),
             skip_landlock: false,
             decider: None,
@@ -234,6 +237,15 @@ impl SandboxBuilder {
     #[doc(hidden)]
     pub fn fail_commit_at(mut self, step: Option<usize>) -> Self {
         self.sandbox.view.commit_fault = step;
+        self
+    }
+
+    /// Test seam, not for production: kill this process (`SIGKILL`) at the
+    /// write-back commit's `step`-th operation on the real tree, as a crash
+    /// would.
+    #[doc(hidden)]
+    pub fn kill_commit_at(mut self, step: Option<usize>) -> Self {
+        self.sandbox.view.commit_kill = step;
         self
     }
 

@@ -371,7 +371,10 @@ impl Sandbox {
                 paths,
                 &layers,
                 &command.cwd,
-                self.view.commit_fault.map(CommitFault),
+                self.view
+                    .commit_fault
+                    .map(CommitFault::Fail)
+                    .or(self.view.commit_kill.map(CommitFault::Kill)),
                 self.view.decider.as_ref(),
             )
         });

@@ -361,6 +361,8 @@ pub(crate) struct ViewSettings {
     pub(crate) staging: Option<PathBuf>,
     /// Test seam: fail the write-back's commit at this step.
     pub(crate) commit_fault: Option<usize>,
+    /// Test seam: kill the process at this step of the commit.
+    pub(crate) commit_kill: Option<usize>,
     /// Bounds on processes, temporary files and staged changes.
     #[cfg(feature = "runner")]
     pub(crate) limits: agentcaps_sandbox::Limits,
@@ -377,6 +379,7 @@ impl Default for ViewSettings {
             helper: None,
             staging: None,
             commit_fault: None,
+            commit_kill: None,
             #[cfg(feature = "runner")]
             limits: agentcaps_sandbox::Limits::default(),
             skip_landlock: false,
@@ -570,6 +573,15 @@ impl ShellPolicyBuilder {
     #[doc(hidden)]
     pub fn fail_commit_at(mut self, step: usize) -> Self {
         self.view.commit_fault = Some(step);
+        self
+    }
+
+    /// Test seam, not for production: kill this process (`SIGKILL`) at the
+    /// write-back commit's `step`-th operation on the real tree.
+    #[cfg(feature = "runner")]
+    #[doc(hidden)]
+    pub fn kill_commit_at(mut self, step: usize) -> Self {
+        self.view.commit_kill = Some(step);
         self
     }
 

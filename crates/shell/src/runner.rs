@@ -118,6 +118,7 @@ impl ShellPolicy {
             .staging_dir(self.view.staging.clone())
             .cache_dirs(self.view.cache_dirs.clone())
             .fail_commit_at(self.view.commit_fault)
+            .kill_commit_at(self.view.commit_kill)
             .skip_landlock_in_view(self.view.skip_landlock)
             .limits(self.view.limits)
     }

@@ -7,6 +7,8 @@ mod support;
 
 #[path = "view/commits.rs"]
 mod commits;
+#[path = "view/crash.rs"]
+mod crash;
 #[path = "view/exec_only.rs"]
 mod exec_only;
 #[path = "view/failclosed.rs"]

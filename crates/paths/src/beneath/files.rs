@@ -336,15 +336,40 @@ impl Beneath {
     ///
     /// A refusal for [`Access::Write`], a non-portable new name, or I/O.
     pub fn create_dir_all(&self, base: &Path, spelling: &str) -> Result<(), PathError> {
+        self.create_dirs(base, spelling, None)
+    }
+
+    /// [`Beneath::create_dir_all`], the directory itself (when new) made
+    /// with the permission bits `mode | 0o700` (so that its owner can fill
+    /// it; the rest as given, never wider), its missing parents `0o755`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::create_dir_all`].
+    pub fn create_dir_all_with_mode(
+        &self,
+        base: &Path,
+        spelling: &str,
+        mode: u32,
+    ) -> Result<(), PathError> {
+        self.create_dirs(base, spelling, Some(mode))
+    }
+
+    fn create_dirs(&self, base: &Path, spelling: &str, mode: Option<u32>) -> Result<(), PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::Last)?;
         let mut dir = self.open_dir(&target, Path::new(""))?;
-        for component in target.relative.components() {
+        let last = target.relative.components().count();
+        for (n, component) in target.relative.components().enumerate() {
             let Component::Normal(name) = component else {
                 continue;
             };
             let next = match sys::open_dir_at(&dir, name) {
                 Err(failed) if failed.why == Why::Missing => {
-                    match sys::mkdir_at(&dir, name) {
+                    let made = match mode {
+                        Some(mode) if n + 1 == last => sys::mkdir_mode_at(&dir, name, mode | 0o700),
+                        _ => sys::mkdir_at(&dir, name),
+                    };
+                    match made {
                         Ok(()) => {}
                         Err(failed) if failed.why == Why::Exists => {}
                         Err(failed) => return Err(io("mkdir", &target.location, failed)),

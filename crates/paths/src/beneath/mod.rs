@@ -14,6 +14,7 @@ use std::time::SystemTime;
 use crate::resolve::Follow;
 use crate::{Access, EntryKind, FileSystem, PathError, PathPolicy};
 
+mod commit_dir;
 mod files;
 mod sys;
 mod transaction;
@@ -132,6 +133,9 @@ pub struct Beneath {
     /// With [`Beneath::share_dir_handles`]: one handle per parent
     /// directory, by root and path beneath it.
     dir_cache: Option<std::sync::Mutex<std::collections::HashMap<(usize, PathBuf), Dir>>>,
+    /// With [`Beneath::stage_in_commit_dir`]: the hidden directories the
+    /// temporary files go to.
+    commit_dirs: Option<commit_dir::CommitDirs>,
     /// Test seams: behave as without `openat2`, `RENAME_EXCHANGE` or hard
     /// links.
     missing: Missing,
@@ -183,6 +187,7 @@ impl Beneath {
             roots,
             durable: false,
             dir_cache: None,
+            commit_dirs: None,
             missing: Missing::default(),
         })
     }

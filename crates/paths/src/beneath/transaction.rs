@@ -13,12 +13,16 @@ use super::{Beneath, Target, changed, io};
 use crate::resolve::Follow;
 use crate::{Access, EntryKind, PathError};
 
-/// A file written beside its target, waiting for [`Beneath::commit`],
+/// A file written beside its target (or in the hidden directory of
+/// [`Beneath::stage_in_commit_dir`]), waiting for [`Beneath::commit`],
 /// [`Beneath::commit_new`], [`Beneath::replace`] or [`Beneath::discard`].
 #[derive(Debug)]
 #[must_use = "a staged file stays on disk until committed or discarded"]
 pub struct Staged {
+    /// The target's directory.
     dir: Dir,
+    /// Where the temporary file is: `dir`, or the hidden directory.
+    temp_dir: Dir,
     temp: OsString,
     name: OsString,
     target: PathBuf,
@@ -40,7 +44,8 @@ impl Staged {
         &self.target
     }
 
-    /// The temporary file's name (in the target's directory).
+    /// The temporary file's name (in the target's directory, or in the
+    /// hidden directory of [`Beneath::stage_in_commit_dir`]).
     pub fn temp_name(&self) -> &OsStr {
         &self.temp
     }
@@ -62,7 +67,10 @@ impl Staged {
 #[derive(Debug)]
 #[must_use = "a file set aside stays on disk under a temporary name until restored or released"]
 pub struct SetAside {
+    /// The directory it was in.
     dir: Dir,
+    /// Where it is kept: `dir`, or the hidden directory.
+    temp_dir: Dir,
     kept: Kept,
     name: OsString,
     target: PathBuf,
@@ -95,7 +103,7 @@ impl SetAside {
     /// The version of the file kept aside (`None` when it cannot be read).
     fn version(&self) -> Option<Version> {
         match &self.kept {
-            Kept::Name(temp) => sys::stat_at(&self.dir, temp)
+            Kept::Name(temp) => sys::stat_at(&self.temp_dir, temp)
                 .ok()
                 .map(|st| Version::of(&st)),
             Kept::Copy { version, .. } => Some(*version),
@@ -141,7 +149,7 @@ impl PlaceNew {
     fn into_error(self, spelling: &str) -> PathError {
         match self {
             PlaceNew::Taken(staged) => {
-                remove_quietly(&staged.dir, &staged.temp);
+                remove_quietly(&staged.temp_dir, &staged.temp);
                 PathError::AlreadyExists {
                     spelling: spelling.to_owned(),
                     location: staged.target,
@@ -214,7 +222,7 @@ fn remove_quietly(dir: &Dir, name: &OsStr) {
 /// handle and with two directories open at a time, whatever the depth:
 /// each subdirectory's entries are moved up into the top one (under
 /// temporary names) before it is removed, until the top one is empty.
-fn remove_tree_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
+pub(super) fn remove_tree_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
     let top = sys::open_dir_at(dir, name)?;
     loop {
         let entries = sys::read_dir(&top)?;
@@ -294,8 +302,9 @@ impl Beneath {
         mode: u32,
     ) -> Result<Staged, PathError> {
         let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
-        let temp = self.write_temp(&dir, mode & 0o777, bytes, &target.location)?;
-        self.staged(&target, dir, temp, name, replaces_len)
+        let temp_dir = self.temp_dir(target.root, &dir)?;
+        let temp = self.write_temp(&temp_dir, mode & 0o777, bytes, &target.location)?;
+        self.staged(&target, dir, temp_dir, temp, name, replaces_len)
     }
 
     /// [`Beneath::stage_with_mode`] for content that is already a file on
@@ -319,10 +328,11 @@ impl Beneath {
         mode: u32,
     ) -> Result<Staged, PathError> {
         let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
-        let temp = match with_temp_name(|temp| sys::link_from(source, &dir, temp)) {
+        let temp_dir = self.temp_dir(target.root, &dir)?;
+        let temp = match with_temp_name(|temp| sys::link_from(source, &temp_dir, temp)) {
             Ok((temp, ())) => {
-                if let Err(failed) = sys::chmod_at(&dir, &temp, mode & 0o777) {
-                    remove_quietly(&dir, &temp);
+                if let Err(failed) = sys::chmod_at(&temp_dir, &temp, mode & 0o777) {
+                    remove_quietly(&temp_dir, &temp);
                     return Err(io("chmod", &target.location, failed));
                 }
                 temp
@@ -330,10 +340,10 @@ impl Beneath {
             Err(_) => {
                 let bytes = std::fs::read(source)
                     .map_err(|e| io("read", source, sys::Failed::new(Why::Other, e)))?;
-                self.write_temp(&dir, mode & 0o777, &bytes, &target.location)?
+                self.write_temp(&temp_dir, mode & 0o777, &bytes, &target.location)?
             }
         };
-        self.staged(&target, dir, temp, name, replaces_len)
+        self.staged(&target, dir, temp_dir, temp, name, replaces_len)
     }
 
     /// Stage another name for the file `first` stages (a hard link between
@@ -354,10 +364,11 @@ impl Beneath {
         first: &Staged,
     ) -> Result<Staged, PathError> {
         let (target, dir, name, replaces_len) = self.stage_target(base, spelling)?;
+        let temp_dir = self.temp_dir(target.root, &dir)?;
         let (temp, ()) =
-            with_temp_name(|temp| sys::link_between(&first.dir, &first.temp, &dir, temp))
+            with_temp_name(|temp| sys::link_between(&first.temp_dir, &first.temp, &temp_dir, temp))
                 .map_err(|failed| io("link", &target.location, failed))?;
-        self.staged(&target, dir, temp, name, replaces_len)
+        self.staged(&target, dir, temp_dir, temp, name, replaces_len)
     }
 
     /// Stage a symbolic link to `link_target` beside the target, to be put
@@ -377,30 +388,33 @@ impl Beneath {
     ) -> Result<Staged, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
         let (dir, name) = self.parent(&target)?;
-        let (temp, ()) = with_temp_name(|temp| sys::symlink_at(&dir, link_target, temp))
+        let temp_dir = self.temp_dir(target.root, &dir)?;
+        let (temp, ()) = with_temp_name(|temp| sys::symlink_at(&temp_dir, link_target, temp))
             .map_err(|failed| io("symlink", &target.location, failed))?;
-        self.staged(&target, dir, temp, name, 0)
+        self.staged(&target, dir, temp_dir, temp, name, 0)
     }
 
-    /// A staged file: the temporary file `temp` beside `name` in `dir`,
-    /// with the version it was written as.
+    /// A staged file: the temporary file `temp` in `temp_dir`, for `name`
+    /// in `dir`, with the version it was written as.
     fn staged(
         &self,
         target: &Target,
         dir: Dir,
+        temp_dir: Dir,
         temp: OsString,
         name: OsString,
         replaces_len: u64,
     ) -> Result<Staged, PathError> {
-        let written = match sys::stat_at(&dir, &temp) {
+        let written = match sys::stat_at(&temp_dir, &temp) {
             Ok(stat) => Version::of(&stat),
             Err(failed) => {
-                remove_quietly(&dir, &temp);
+                remove_quietly(&temp_dir, &temp);
                 return Err(io("lstat", &target.location, failed));
             }
         };
         Ok(Staged {
             dir,
+            temp_dir,
             temp,
             name,
             target: target.location.clone(),
@@ -433,8 +447,9 @@ impl Beneath {
         let replaced = existing.filter(|st| st.kind == EntryKind::File);
         let mode = replaced.map_or(sys::NEW_FILE_MODE, |st| st.mode);
         let replaces_len = replaced.map_or(0, |st| st.len);
-        let temp = self.write_temp(&dir, mode, bytes, &target.location)?;
-        self.staged(target, dir, temp, name, replaces_len)
+        let temp_dir = self.temp_dir(target.root, &dir)?;
+        let temp = self.write_temp(&temp_dir, mode, bytes, &target.location)?;
+        self.staged(target, dir, temp_dir, temp, name, replaces_len)
     }
 
     /// Writes `bytes` to a new temporary file of permission bits `mode` in
@@ -472,9 +487,15 @@ impl Beneath {
         how: Rename,
         spelling: &str,
     ) -> Result<(Dir, OsString, PathBuf), PathError> {
-        let renamed = sys::rename_at(&staged.dir, &staged.temp, &staged.dir, &staged.name, how);
+        let renamed = sys::rename_at(
+            &staged.temp_dir,
+            &staged.temp,
+            &staged.dir,
+            &staged.name,
+            how,
+        );
         if let Err(failed) = renamed {
-            remove_quietly(&staged.dir, &staged.temp);
+            remove_quietly(&staged.temp_dir, &staged.temp);
             return Err(match failed.why {
                 Why::Exists => PathError::AlreadyExists {
                     spelling: spelling.to_owned(),
@@ -517,7 +538,7 @@ impl Beneath {
             Over::Any | Over::Existing => Placed::Replaced(self.exchange(staged)?),
             Over::Unchanged(read) => {
                 if !exists() {
-                    remove_quietly(&staged.dir, &staged.temp);
+                    remove_quietly(&staged.temp_dir, &staged.temp);
                     return Err(conflict(spelling, &target, "it was removed"));
                 }
                 let aside = self.exchange(staged)?;
@@ -572,7 +593,7 @@ impl Beneath {
     /// when the name is taken.
     fn place_new(&self, staged: Staged, spelling: &str) -> Result<Placed, PlaceNew> {
         match sys::rename_at(
-            &staged.dir,
+            &staged.temp_dir,
             &staged.temp,
             &staged.dir,
             &staged.name,
@@ -585,7 +606,7 @@ impl Beneath {
             }),
             Err(failed) if failed.why == Why::Exists => Err(PlaceNew::Taken(Box::new(staged))),
             Err(failed) => {
-                remove_quietly(&staged.dir, &staged.temp);
+                remove_quietly(&staged.temp_dir, &staged.temp);
                 Err(PlaceNew::Failed(match failed.why {
                     Why::IsDir | Why::NotEmpty => {
                         changed(spelling, &staged.target, "it is a directory")
@@ -697,7 +718,7 @@ impl Beneath {
             ))
         } else {
             sys::rename_at(
-                &staged.dir,
+                &staged.temp_dir,
                 &staged.temp,
                 &staged.dir,
                 &staged.name,
@@ -711,12 +732,13 @@ impl Beneath {
                 return self.replace_without_exchange(staged);
             }
             Err(failed) => {
-                remove_quietly(&staged.dir, &staged.temp);
+                remove_quietly(&staged.temp_dir, &staged.temp);
                 return Err(io("rename", &staged.target, failed));
             }
         }
         let Staged {
             dir,
+            temp_dir,
             temp,
             name,
             target,
@@ -724,9 +746,9 @@ impl Beneath {
         } = staged;
         // Exchanging also swaps a directory out: swap back, drop the staged
         // file, and refuse.
-        if is_directory(&dir, &temp) {
-            if sys::rename_at(&dir, &temp, &dir, &name, Rename::Exchange).is_ok() {
-                remove_quietly(&dir, &temp);
+        if is_directory(&temp_dir, &temp) {
+            if sys::rename_at(&temp_dir, &temp, &dir, &name, Rename::Exchange).is_ok() {
+                remove_quietly(&temp_dir, &temp);
             }
             return Err(changed(
                 &target.display().to_string(),
@@ -736,6 +758,7 @@ impl Beneath {
         }
         let aside = SetAside {
             dir,
+            temp_dir,
             kept: Kept::Name(temp),
             name,
             target,
@@ -755,28 +778,31 @@ impl Beneath {
                     std::io::Error::from(std::io::ErrorKind::Unsupported),
                 ));
             }
-            sys::link_between(&staged.dir, &staged.name, &staged.dir, temp)
+            sys::link_between(&staged.dir, &staged.name, &staged.temp_dir, temp)
         });
         let kept = match linked {
             Ok((temp, ())) => Kept::Name(temp),
             Err(_) => match self.copy_of(&staged) {
                 Ok(copy) => copy,
                 Err(error) => {
-                    remove_quietly(&staged.dir, &staged.temp);
+                    remove_quietly(&staged.temp_dir, &staged.temp);
                     return Err(error);
                 }
             },
         };
         let dir = sys::dup(&staged.dir).map_err(|e| PathError::io("dup", &staged.target, e))?;
+        let temp_dir =
+            sys::share(&staged.temp_dir).map_err(|e| PathError::io("dup", &staged.target, e))?;
         let (name, target) = (staged.name.clone(), staged.target.clone());
         if let Err(error) = self.put_in_place(staged, Rename::Replace, &spelling) {
             if let Kept::Name(temp) = &kept {
-                remove_quietly(&dir, temp);
+                remove_quietly(&temp_dir, temp);
             }
             return Err(error);
         }
         self.synced(SetAside {
             dir,
+            temp_dir,
             kept,
             name,
             target,
@@ -828,15 +854,76 @@ impl Beneath {
     fn set_aside_as(&self, base: &Path, spelling: &str, dir: bool) -> Result<SetAside, PathError> {
         let target = self.target(base, spelling, Access::Write, Follow::NotLast)?;
         let (parent, name) = self.parent(&target)?;
-        let (temp, ()) =
-            with_temp_name(|temp| sys::rename_at(&parent, &name, &parent, temp, Rename::NoReplace))
-                .map_err(|failed| io("rename", &target.location, failed))?;
-        let directory = is_directory(&parent, &temp);
+        self.move_aside(target.root, parent, name, target.location, spelling, dir)
+    }
+
+    /// [`Beneath::set_aside`] (or, with `dir`, [`Beneath::set_aside_dir`])
+    /// for the entry `name` of the directory `parent`, whatever bytes the
+    /// name holds (one that is not UTF-8 included). The entry is judged
+    /// for [`Access::Write`] at a spelling of its name with each byte that
+    /// is not UTF-8 a replacement character (`U+FFFD`), so a pattern that
+    /// matches the name whatever those bytes are refuses it; its directory
+    /// is judged too, and opened beneath the root refusing every link.
+    ///
+    /// # Errors
+    ///
+    /// As [`Beneath::set_aside`]; a `name` that is not one component.
+    pub fn set_aside_entry(
+        &self,
+        base: &Path,
+        parent: &str,
+        name: &OsStr,
+        dir: bool,
+    ) -> Result<SetAside, PathError> {
+        let parent = if parent.is_empty() { "." } else { parent };
+        let shown = Path::new(parent).join(name.to_string_lossy().as_ref());
+        let spelling = shown.to_string_lossy();
+        let one_name = Path::new(name).components().count() == 1
+            && matches!(
+                Path::new(name).components().next(),
+                Some(std::path::Component::Normal(_))
+            );
+        let entry = self.target(base, &spelling, Access::Write, Follow::NotLast)?;
+        if !one_name {
+            return Err(changed(&spelling, &entry.location, "it is not one name"));
+        }
+        let holder = self.target(base, parent, Access::Write, Follow::Last)?;
+        let handle = self.open_dir(&holder, &holder.relative)?;
+        let location = holder.location.join(name);
+        self.move_aside(
+            holder.root,
+            handle,
+            name.to_owned(),
+            location,
+            &spelling,
+            dir,
+        )
+    }
+
+    /// Moves `name` of `parent` to the temporary directory; puts it back
+    /// and refuses it as [`PathError::Changed`] unless it is a directory
+    /// exactly when `dir`.
+    fn move_aside(
+        &self,
+        root: usize,
+        parent: Dir,
+        name: OsString,
+        location: PathBuf,
+        spelling: &str,
+        dir: bool,
+    ) -> Result<SetAside, PathError> {
+        let temp_dir = self.temp_dir(root, &parent)?;
+        let (temp, ()) = with_temp_name(|temp| {
+            sys::rename_at(&parent, &name, &temp_dir, temp, Rename::NoReplace)
+        })
+        .map_err(|failed| io("rename", &location, failed))?;
+        let directory = is_directory(&temp_dir, &temp);
         let aside = SetAside {
             dir: parent,
+            temp_dir,
             kept: Kept::Name(temp),
             name,
-            target: target.location,
+            target: location,
             replaced: false,
         };
         if directory != dir {
@@ -919,10 +1006,10 @@ impl Beneath {
         let temp = match aside.kept {
             Kept::Name(temp) => temp,
             Kept::Copy { bytes, mode, .. } => {
-                self.write_temp(&aside.dir, mode, &bytes, &aside.target)?
+                self.write_temp(&aside.temp_dir, mode, &bytes, &aside.target)?
             }
         };
-        sys::rename_at(&aside.dir, &temp, &aside.dir, &aside.name, how).map_err(|failed| {
+        sys::rename_at(&aside.temp_dir, &temp, &aside.dir, &aside.name, how).map_err(|failed| {
             match failed.why {
                 Why::Exists => PathError::AlreadyExists {
                     spelling: aside.target.display().to_string(),
@@ -945,11 +1032,12 @@ impl Beneath {
         };
         // Not synced: the tree is already as it should be; a temporary file
         // a crash brings back holds only old content.
-        if is_directory(&aside.dir, temp) {
-            return remove_tree_at(&aside.dir, temp)
+        if is_directory(&aside.temp_dir, temp) {
+            return remove_tree_at(&aside.temp_dir, temp)
                 .map_err(|failed| io("remove", &aside.target, failed));
         }
-        sys::remove_file_at(&aside.dir, temp).map_err(|failed| io("remove", &aside.target, failed))
+        sys::remove_file_at(&aside.temp_dir, temp)
+            .map_err(|failed| io("remove", &aside.target, failed))
     }
 
     /// Remove a staged file.
@@ -958,7 +1046,7 @@ impl Beneath {
     ///
     /// I/O.
     pub fn discard(&self, staged: Staged) -> Result<(), PathError> {
-        sys::remove_file_at(&staged.dir, &staged.temp)
+        sys::remove_file_at(&staged.temp_dir, &staged.temp)
             .map_err(|failed| io("remove", &staged.target, failed))
     }
 }

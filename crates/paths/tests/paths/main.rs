@@ -21,6 +21,8 @@ mod oracle;
 // Windows does), read Unix modes and inodes, or name files with bytes that
 // are not UTF-8. `portable` runs `Beneath` there instead.
 #[cfg(unix)]
+mod commit_dir;
+#[cfg(unix)]
 mod component_walk;
 #[cfg(unix)]
 mod corpus;

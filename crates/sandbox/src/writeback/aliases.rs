@@ -50,6 +50,36 @@ impl Aliases {
         aliases
     }
 
+    /// These links less those at or beneath a location in `gone` (what the
+    /// command's allowed changes remove from the real tree).
+    pub(crate) fn without(&self, gone: &[PathBuf]) -> Option<Self> {
+        let mut kept = BTreeMap::new();
+        let mut dropped = false;
+        for (target, links) in &self.by_target {
+            let links: Vec<PathBuf> = links
+                .iter()
+                .filter(|link| {
+                    let goes = gone.iter().any(|g| link.starts_with(g));
+                    dropped |= goes;
+                    !goes
+                })
+                .cloned()
+                .collect();
+            if !links.is_empty() {
+                kept.insert(target.clone(), links);
+            }
+        }
+        dropped.then_some(Self { by_target: kept })
+    }
+
+    /// Whether a guarded link is at `location` or beneath it.
+    pub(crate) fn has_link_at_or_beneath(&self, location: &Path) -> bool {
+        self.by_target
+            .values()
+            .flatten()
+            .any(|link| link.starts_with(location))
+    }
+
     /// Every other location `location` will be reachable by through a
     /// guarded link: for each link leading to `location` or a directory
     /// above it, the link's location joined with the rest. `(alias, link)`

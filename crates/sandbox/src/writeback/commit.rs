@@ -1,12 +1,16 @@
 //! Committing the allowed changes of one command, all or none (the
 //! caller takes a change that fails out and commits the rest again).
 //!
-//! 1. Create the new directories (parents first).
-//! 2. Stage every new content as a temporary file (or link) beside its
-//!    target. A failure here removes what was staged and created: the real
-//!    tree is as it was.
+//! 1. Create the new directories (parents first), each with the
+//!    command's mode (owner access added until the end, never wider).
+//! 2. Stage every new content as a temporary file (or link) in the
+//!    commit's hidden directory at the root (beside its target on another
+//!    file system). A failure here removes what was staged and created:
+//!    the real tree is as it was. A crash from here on leaves each file
+//!    old or new, and the temporary files in that directory, which the
+//!    next commit into the root removes.
 //! 3. In order: exchange each staged file with the file it replaces (kept
-//!    aside under a temporary name), rename each new one into place
+//!    aside in the hidden directory), rename each new one into place
 //!    (refusing one that appeared meanwhile), move each deleted entry
 //!    aside (a directory whole, by one rename). A failure here puts
 //!    everything kept aside back, removes every new one and the new
@@ -47,11 +51,21 @@ fn at(r: usize, i: usize) -> impl FnOnce(Failure) -> Failed {
 use super::changes::Change;
 use super::judge::{Op, shown};
 
-/// Test seam: make the commit fail just before its `n`-th step that
-/// touches the real tree (staging included), as a full disk or a vanished
-/// directory would.
+/// Test seam: just before its `n`-th step that touches the real tree
+/// (staging included), make the commit fail, as a full disk or a vanished
+/// directory would, or kill the process (`SIGKILL`), as a crash would.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CommitFault(pub(crate) usize);
+#[cfg_attr(
+    not(all(feature = "landlock", target_os = "linux")),
+    allow(dead_code, reason = "set only by the view's run")
+)]
+pub(crate) enum CommitFault {
+    /// Fail the step.
+    Fail(usize),
+    /// Kill the process at the step (the steps of removing what was kept
+    /// aside and of setting directory modes count too).
+    Kill(usize),
+}
 
 /// One root's allowed changes.
 pub(crate) struct RootOps<'a> {
@@ -69,6 +83,9 @@ pub(crate) struct RootOps<'a> {
     placed: BTreeSet<String>,
     /// Where renamed files were.
     renamed_from: BTreeSet<String>,
+    /// Removals that may not fail alone (other changes were judged with
+    /// what they remove gone): the whole commit fails with one of them.
+    pub(crate) pinned: BTreeSet<String>,
 }
 
 impl<'a> RootOps<'a> {
@@ -80,10 +97,12 @@ impl<'a> RootOps<'a> {
         let mut renamed_from = BTreeSet::new();
         for op in &ops {
             match op {
-                Op::Delete { rel, dir: false } => {
+                Op::Delete {
+                    rel, dir: false, ..
+                } => {
                     removed_files.insert(rel.clone());
                 }
-                Op::Delete { rel, dir: true } => {
+                Op::Delete { rel, dir: true, .. } => {
                     removed_dirs.insert(rel.clone());
                 }
                 other => {
@@ -101,6 +120,7 @@ impl<'a> RootOps<'a> {
             removed_dirs,
             placed,
             renamed_from,
+            pinned: BTreeSet::new(),
         }
     }
 }
@@ -112,9 +132,13 @@ impl<'a> RootOps<'a> {
     /// delete (the file stays). A rename whose delete is taken out lands
     /// as a copy. Returns what is left and what was taken.
     pub(crate) fn take_out(self, i: usize) -> (RootOps<'a>, Vec<Op>) {
-        let RootOps { root, ops, .. } = self;
+        let RootOps {
+            root, ops, pinned, ..
+        } = self;
         let Some(failed) = ops.get(i) else {
-            return (RootOps::new(root, ops), Vec::new());
+            let mut left = RootOps::new(root, ops);
+            left.pinned = pinned;
+            return (left, Vec::new());
         };
         let rel = failed.rel().to_owned();
         let renamed_from = failed.renamed_from().map(str::to_owned);
@@ -143,7 +167,9 @@ impl<'a> RootOps<'a> {
                 *action = super::changes::ChangeAction::Create;
             }
         }
-        (RootOps::new(root, kept), taken)
+        let mut left = RootOps::new(root, kept);
+        left.pinned = pinned;
+        (left, taken)
     }
 }
 
@@ -163,11 +189,33 @@ struct Steps {
 impl Steps {
     fn next(&mut self) -> Result<(), Failure> {
         self.taken += 1;
-        if self.fault.is_some_and(|CommitFault(n)| n == self.taken) {
-            return Err("the commit failed: a fault injected by a test".to_owned());
+        match self.fault {
+            Some(CommitFault::Fail(n)) if n == self.taken => {
+                Err("the commit failed: a fault injected by a test".to_owned())
+            }
+            Some(CommitFault::Kill(n)) if n == self.taken => kill_self(),
+            _ => Ok(()),
         }
-        Ok(())
     }
+
+    /// A step that cannot fail (the commit has succeeded), where only a
+    /// crash can stop it.
+    fn after(&mut self) {
+        self.taken += 1;
+        if self.fault == Some(CommitFault::Kill(self.taken)) {
+            kill_self();
+        }
+    }
+}
+
+/// The test seam's crash: `SIGKILL` to this process.
+fn kill_self() -> ! {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Signal, getpid, kill_process};
+        let _ = kill_process(getpid(), Signal::KILL);
+    }
+    std::process::abort()
 }
 
 /// Commits every root's changes; on success the changes as reported, on
@@ -183,6 +231,7 @@ pub(crate) fn commit(
     match apply(beneath, roots, &mut undo, &mut steps) {
         Ok(()) => {
             for aside in undo.aside {
+                steps.after();
                 let _ = beneath.release(aside);
             }
             // New directories get their own mode last, deepest first (one
@@ -190,6 +239,7 @@ pub(crate) fn commit(
             for root in roots {
                 for op in root.ops.iter().rev() {
                     if let Op::CreateDir { rel, mode } = op {
+                        steps.after();
                         let _ = beneath.set_dir_mode(root.root, rel, *mode);
                     }
                 }
@@ -239,13 +289,13 @@ fn apply(
     // 1. Directories.
     for (r, root) in roots.iter().enumerate() {
         for (i, op) in root.ops.iter().enumerate() {
-            if let Op::CreateDir { rel, .. } = op {
+            if let Op::CreateDir { rel, mode } = op {
                 if replaced_first(root, rel) {
                     continue;
                 }
                 steps.next().map_err(at(r, i))?;
                 beneath
-                    .create_dir_all(root.root, rel)
+                    .create_dir_all_with_mode(root.root, rel, *mode)
                     .map_err(|e| at(r, i)(failed(e)))?;
                 undo.dirs.push((root.root.to_path_buf(), rel.clone()));
             }
@@ -406,10 +456,12 @@ fn place(
         }
     };
     match op {
-        Op::CreateDir { rel, .. } => {
+        Op::CreateDir { rel, mode } => {
             if replaced_first(root, rel) {
                 steps.next()?;
-                beneath.create_dir_all(base, rel).map_err(failed)?;
+                beneath
+                    .create_dir_all_with_mode(base, rel, *mode)
+                    .map_err(failed)?;
                 undo.dirs.push((base.to_path_buf(), rel.clone()));
             }
         }
@@ -429,12 +481,30 @@ fn place(
                 undo.created.push((base.to_path_buf(), rel.clone()));
             }
         }
-        Op::Delete { rel, dir: false } => {
+        Op::Delete {
+            rel,
+            dir,
+            name: Some(name),
+        } => {
+            // A name that is not UTF-8: by its directory's handle.
+            steps.next()?;
+            let parent = rel
+                .rfind('/')
+                .map_or("", |slash| rel.get(..slash).unwrap_or(""));
+            undo.aside.push(
+                beneath
+                    .set_aside_entry(base, parent, name, *dir)
+                    .map_err(failed)?,
+            );
+        }
+        Op::Delete {
+            rel, dir: false, ..
+        } => {
             steps.next()?;
             undo.aside
                 .push(beneath.set_aside(base, rel).map_err(failed)?);
         }
-        Op::Delete { rel, dir: true } => {
+        Op::Delete { rel, dir: true, .. } => {
             // Whole, by one rename: whatever its names or depth.
             steps.next()?;
             undo.aside

@@ -65,10 +65,14 @@ pub(crate) enum Op {
     },
     /// Remove the entry at `rel` (a directory: with everything beneath).
     Delete {
-        /// Relative to the root.
+        /// Relative to the root (for a name that is not UTF-8, with each
+        /// byte that is not a replacement character: for reports).
         rel: String,
         /// It is a directory.
         dir: bool,
+        /// The entry's own name, where it is not UTF-8 (its directory's
+        /// path, `rel`'s parent, is).
+        name: Option<std::ffi::OsString>,
     },
 }
 
@@ -161,6 +165,13 @@ pub(crate) fn judge(
             });
         };
         let Some(rel) = entry.rel.to_str().map(str::to_owned) else {
+            if let Some(op) = odd_delete(policy, root, entry, how) {
+                match op {
+                    Ok(op) => judged.ops.push(op),
+                    Err(why) => refuse(ChangeAction::Delete, why),
+                }
+                continue;
+            }
             let action = if entry.lower == Lower::Absent {
                 ChangeAction::Create
             } else {
@@ -214,13 +225,21 @@ pub(crate) fn judge(
             Upper::Deleted => match entry.lower {
                 Lower::Absent => {}
                 Lower::Dir { .. } => match judge_tree_removal(policy, root, &entry.rel, how) {
-                    Ok(()) => judged.ops.push(Op::Delete { rel, dir: true }),
+                    Ok(()) => judged.ops.push(Op::Delete {
+                        rel,
+                        dir: true,
+                        name: None,
+                    }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
                 _ => match judge_write(policy, root, &entry.rel, how)
                     .and_then(|()| judge_not_git_code(&entry.rel, false))
                 {
-                    Ok(()) => judged.ops.push(Op::Delete { rel, dir: false }),
+                    Ok(()) => judged.ops.push(Op::Delete {
+                        rel,
+                        dir: false,
+                        name: None,
+                    }),
                     Err(why) => refuse(ChangeAction::Delete, why),
                 },
             },
@@ -246,6 +265,7 @@ pub(crate) fn judge(
                                 judged.ops.push(Op::Delete {
                                     rel: rel.clone(),
                                     dir: false,
+                                    name: None,
                                 });
                             }
                             judged.ops.push(Op::CreateDir {
@@ -288,6 +308,7 @@ pub(crate) fn judge(
                                 Ok(()) => judged.ops.push(Op::Delete {
                                     rel: rel.clone(),
                                     dir: true,
+                                    name: None,
                                 }),
                                 Err(why) => {
                                     refuse(ChangeAction::Link, why);
@@ -299,6 +320,7 @@ pub(crate) fn judge(
                             judged.ops.push(Op::Delete {
                                 rel: rel.clone(),
                                 dir: false,
+                                name: None,
                             });
                         }
                         judged.ops.push(Op::Symlink {
@@ -372,6 +394,7 @@ pub(crate) fn judge(
                         judged.ops.push(Op::Delete {
                             rel: rel.clone(),
                             dir: false,
+                            name: None,
                         });
                         Some(ChangeAction::Modify)
                     }
@@ -381,6 +404,7 @@ pub(crate) fn judge(
                             judged.ops.push(Op::Delete {
                                 rel: rel.clone(),
                                 dir: true,
+                                name: None,
                             });
                             Some(ChangeAction::Modify)
                         }
@@ -440,7 +464,7 @@ fn pair_renames(judged: &mut Judged, renames: &[(PathBuf, PathBuf)]) {
         let (Some(new), Some(old)) = (new.to_str(), old.to_str()) else {
             continue;
         };
-        let is_delete = |op: &Op| matches!(op, Op::Delete { rel, dir: false } if rel == old);
+        let is_delete = |op: &Op| matches!(op, Op::Delete { rel, dir: false, .. } if rel == old);
         let Some(delete_at) = judged.ops.iter().position(is_delete) else {
             continue;
         };
@@ -784,6 +808,39 @@ fn in_runtime(policy: &PathPolicy, target: &Path) -> bool {
 
 /// Removing a directory of the real tree: it and everything beneath it
 /// must be writable.
+/// The delete of a real entry whose own name is not UTF-8 (in a directory
+/// whose path is), judged at its real path and at the spelling the commit
+/// removes it by (each byte that is not UTF-8 a replacement character);
+/// `None` for any other change.
+fn odd_delete(
+    policy: &PathPolicy,
+    root: &Path,
+    entry: &Entry,
+    how: &Judging<'_>,
+) -> Option<Result<Op, Refusal>> {
+    if entry.upper != Upper::Deleted || entry.lower == Lower::Absent {
+        return None;
+    }
+    let name = entry.rel.file_name()?;
+    let parent = entry.rel.parent()?.to_str()?;
+    let shown = Path::new(parent).join(name.to_string_lossy().as_ref());
+    let dir = matches!(entry.lower, Lower::Dir { .. });
+    let judged = [entry.rel.as_path(), shown.as_path()]
+        .into_iter()
+        .try_for_each(|rel| {
+            if dir {
+                judge_tree_removal(policy, root, rel, how)
+            } else {
+                judge_write(policy, root, rel, how).and_then(|()| judge_not_git_code(rel, false))
+            }
+        });
+    Some(judged.map(|()| Op::Delete {
+        rel: shown.to_string_lossy().into_owned(),
+        dir,
+        name: Some(name.to_owned()),
+    }))
+}
+
 fn judge_tree_removal(
     policy: &PathPolicy,
     root: &Path,

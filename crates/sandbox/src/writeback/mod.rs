@@ -38,8 +38,13 @@
 //!   (`git-config-key` names the first that could run a program).
 //! - `commit` puts the allowed changes in place through the path crate's
 //!   handles ([`agentcaps_paths::Beneath`]): every new content is staged
-//!   first, then each is exchanged with the file it replaces (kept aside),
-//!   created or moved aside; any failure puts everything back. Names the
+//!   first, in one hidden directory per root (`.agentcaps-commit-PID-N`,
+//!   `0700`), then each is exchanged with the file it replaces (kept aside
+//!   there), created or moved aside there; any failure puts everything
+//!   back. A process killed mid-commit leaves each file old or new and its
+//!   temporary files only in that directory, which the next commit into
+//!   the root removes. An entry whose own name is not UTF-8 is deleted by
+//!   its directory's handle. Names the
 //!   command hard-linked among its own new files land as hard links of one
 //!   file (compilers make them); a hard link to a file it did not create
 //!   is refused. New directories get the command's mode (`& 0o777`) once
@@ -115,6 +120,9 @@ struct Verdicts<'a> {
     root: &'a Path,
     judged: Judged,
     lenient: Option<Judged>,
+    /// Removals of guarded links that other changes were judged without:
+    /// one that cannot land takes the whole commit with it.
+    pinned: BTreeSet<String>,
 }
 
 /// What identifies an op across the two judgings: its path and kind.
@@ -168,7 +176,7 @@ pub(crate) fn write_back(
             let roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
             Aliases::of_roots(paths, &roots)
         });
-        let judge_as = |protected_allowed: bool| {
+        let judge_with = |aliases: &Aliases, protected_allowed: bool| {
             let how = Judging {
                 aliases,
                 protected_allowed,
@@ -177,13 +185,36 @@ pub(crate) fn write_back(
             history::judge_records(paths, root, upper, &mut judged, protected_allowed);
             judged
         };
-        let judged = judge_as(false);
+        let mut judged = judge_with(aliases, false);
+        // A guarded link the command removed (and whose removal is
+        // allowed) is no other name of anything once committed: judged
+        // again without it. Its removal must then land, or nothing does.
+        let removed: Vec<(String, PathBuf)> = judged
+            .ops
+            .iter()
+            .filter(|op| matches!(op, Op::Delete { .. }))
+            .map(|op| (op.rel().to_owned(), root.join(op.rel())))
+            .collect();
+        let gone: Vec<PathBuf> = removed.iter().map(|(_, at)| at.clone()).collect();
+        let fewer = aliases.without(&gone);
+        let mut pinned = BTreeSet::new();
+        if let Some(fewer) = &fewer {
+            judged = judge_with(fewer, false);
+            pinned = removed
+                .into_iter()
+                .filter(|(_, at)| aliases.has_link_at_or_beneath(at))
+                .map(|(rel, _)| rel)
+                .collect();
+        }
+        let aliases = fewer.as_ref().unwrap_or(aliases);
+        let judge_as = |protected_allowed: bool| judge_with(aliases, protected_allowed);
         let askable = decider.is_some() && judged.refused.iter().any(|r| r.rule == WRITE_PROTECTED);
         let lenient = askable.then(|| judge_as(true));
         verdicts.push(Verdicts {
             root,
             judged,
             lenient,
+            pinned,
         });
     }
     let (roots, lifted) = decide(paths, verdicts, decider, cwd, &mut changes);
@@ -215,6 +246,10 @@ pub(crate) fn write_back(
             // that writes tens of thousands of files commits under the usual
             // limit of 1024 open files.
             beneath.share_dir_handles(true);
+            // Every temporary file in one hidden directory per root: a
+            // commit killed at any point leaves each file old or new and
+            // nothing stray beside them (the next commit removes it).
+            beneath.stage_in_commit_dir(true);
             beneath
         });
     let mut roots = roots;
@@ -251,9 +286,14 @@ fn commit_each_alone(
             }
             Err(failure) => failure,
         };
-        let at = failure
-            .at
-            .filter(|&(r, _)| r < roots.len() && failed_alone < MAX_FAILED_ALONE);
+        let at = failure.at.filter(|&(r, i)| {
+            failed_alone < MAX_FAILED_ALONE
+                && roots.get(r).is_some_and(|root| {
+                    root.ops
+                        .get(i)
+                        .is_some_and(|op| !root.pinned.contains(op.rel()))
+                })
+        });
         let Some((r, i)) = at else {
             let reason = format!("none of the command's changes landed: {}", failure.reason);
             refuse_all(&mut roots, &reason, cwd, changes);
@@ -362,6 +402,7 @@ fn decide<'a>(
             root,
             judged,
             lenient,
+            pinned,
         } = verdict;
         let approved_rels: Vec<PathBuf> = judged
             .refused
@@ -407,7 +448,9 @@ fn decide<'a>(
             }
         }
         if !ops.is_empty() {
-            roots.push(RootOps::new(root, ops));
+            let mut ops = RootOps::new(root, ops);
+            ops.pinned = pinned;
+            roots.push(ops);
         }
     }
     (roots, lifted)

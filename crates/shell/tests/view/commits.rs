@@ -366,6 +366,81 @@ fn a_write_under_an_ordinary_name_that_a_host_link_makes_a_protected_one_is_refu
 }
 
 #[test]
+fn a_host_link_the_command_removed_makes_no_name_protected_any_more() {
+    let project = Project::new();
+    project.write("cfg/keep.txt", "kept\n");
+    project.write("tools/keep.txt", "kept\n");
+    std::os::unix::fs::symlink("cfg", project.root.join(".cargo")).expect(".cargo -> cfg");
+    std::os::unix::fs::symlink("../gh", project.root.join("tools/.github"))
+        .expect("tools/.github -> ../gh");
+    let policy = project.policy().build().expect("policy");
+    // `.cargo` removed, `tools` (holding the other link) removed whole:
+    // once committed nothing makes `cfg` or `gh` a guarded name.
+    let result = project.sh(
+        &policy,
+        "rm .cargo; rm -rf tools; printf '[build]\\njobs = 2\\n' > cfg/config.toml; \
+         mkdir -p gh/workflows; echo 'on: push' > gh/workflows/ci.yml",
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert!(std::fs::symlink_metadata(project.root.join(".cargo")).is_err());
+    assert!(std::fs::symlink_metadata(project.root.join("tools")).is_err());
+    assert_eq!(
+        project.read("cfg/config.toml").as_deref(),
+        Some("[build]\njobs = 2\n")
+    );
+    assert_eq!(
+        project.read("gh/workflows/ci.yml").as_deref(),
+        Some("on: push\n")
+    );
+    // A link the command keeps still guards (only the removed ones go).
+    std::os::unix::fs::symlink("cfg", project.root.join(".cargo")).expect(".cargo -> cfg again");
+    let result = project.sh(
+        &policy,
+        "rm -rf gh; printf '[build]\\nrustc-wrapper = \"/tmp/evil\"\\n' > cfg/config.toml",
+    );
+    assert_eq!(
+        refused_rule(&result, "cfg/config.toml").as_deref(),
+        Some("write-protected"),
+        "{result:#?}"
+    );
+    assert_eq!(
+        project.read("cfg/config.toml").as_deref(),
+        Some("[build]\njobs = 2\n")
+    );
+}
+
+#[test]
+fn a_removed_host_link_whose_removal_fails_takes_the_commit_with_it() {
+    // At whichever step the commit fails, `cfg/config.toml` never lands
+    // while `.cargo -> cfg` stays (it would be cargo's config).
+    for step in 1..30 {
+        let project = Project::new();
+        project.write("cfg/keep.txt", "kept\n");
+        std::os::unix::fs::symlink("cfg", project.root.join(".cargo")).expect(".cargo -> cfg");
+        let policy = project
+            .policy()
+            .fail_commit_at(step)
+            .build()
+            .expect("policy");
+        let result = project.sh(
+            &policy,
+            "rm .cargo; printf '[build]\\njobs = 2\\n' > cfg/config.toml; echo x > other.txt",
+        );
+        let changes = result.changes.as_ref().expect("changes");
+        let link = std::fs::symlink_metadata(project.root.join(".cargo")).is_ok();
+        let config = project.root.join("cfg/config.toml").exists();
+        assert!(!(link && config), "step {step}: {changes:#?}");
+        if changes.refused.is_empty() {
+            assert!(step > 3, "the commit takes more steps");
+            assert!(config && !link);
+            return;
+        }
+    }
+    panic!("the commit never succeeded");
+}
+
+#[test]
 fn a_file_becomes_a_directory_and_directories_become_a_file_and_a_link() {
     let project = Project::new();
     project.write("f", "a file\n");
@@ -450,17 +525,8 @@ fn a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory() {
     const NAME: &str = "commits::a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory";
     if std::env::var_os(MEASURING).is_none() {
         // Measured alone, in a process of its own: the peak is this run's.
-        let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
-            .env(MEASURING, "1")
-            .output()
-            .expect("re-run");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        assert!(output.status.success(), "{text}");
+        let (status, text) = crate::support::rerun(NAME, MEASURING, "1");
+        assert!(status.success(), "{text}");
         assert!(text.contains("1 passed"), "the re-run ran no test: {text}");
         for line in text.lines().filter(|l| l.starts_with("peak resident set")) {
             eprintln!("{line}");
@@ -496,4 +562,41 @@ fn a_150_mb_file_opened_for_writing_costs_the_commit_bounded_memory() {
     let above = peak.saturating_sub(baseline);
     eprintln!("peak resident set {peak} KiB, baseline {baseline} KiB: {above} KiB above");
     assert!(above < 64 * 1024, "{above} KiB above the baseline");
+}
+
+#[test]
+fn entries_whose_own_names_are_not_utf8_are_deleted_alone() {
+    use std::os::unix::ffi::OsStrExt;
+    let project = Project::new();
+    let name = |bytes: &[u8]| std::ffi::OsStr::from_bytes(bytes).to_owned();
+    let odd_file = project.root.join(name(b"\xff.bin"));
+    let odd_dir = project.root.join("sub").join(name(b"\xfe"));
+    std::fs::write(&odd_file, "odd\n").expect("odd file");
+    std::fs::create_dir_all(odd_dir.join("inner")).expect("odd dir");
+    std::fs::write(odd_dir.join("inner/x"), "x\n").expect("x");
+    project.write("sub/plain.txt", "plain\n");
+    let result = project.python(
+        "import os, shutil\nos.remove(b'\\xff.bin')\nshutil.rmtree(b'sub/\\xfe')\nopen('kept.txt', 'w').write('y\\n')\n",
+        &[],
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    assert!(changes.refused.is_empty(), "{changes:#?}");
+    assert!(
+        std::fs::symlink_metadata(&odd_file).is_err(),
+        "the file is gone: {changes:#?}"
+    );
+    assert!(
+        std::fs::symlink_metadata(&odd_dir).is_err(),
+        "the directory is gone: {changes:#?}"
+    );
+    assert_eq!(project.read("sub/plain.txt").as_deref(), Some("plain\n"));
+    assert_eq!(project.read("kept.txt").as_deref(), Some("y\n"));
+    let mut deleted: Vec<&str> = changes
+        .applied
+        .iter()
+        .filter(|c| c.action == agentcaps_shell::ChangeAction::Delete)
+        .map(|c| c.path.as_str())
+        .collect();
+    deleted.sort_unstable();
+    assert_eq!(deleted, ["sub/\u{fffd}", "\u{fffd}.bin"], "{changes:#?}");
 }

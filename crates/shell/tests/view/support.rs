@@ -15,7 +15,7 @@ pub(crate) fn helper() -> PathBuf {
 /// A project: `src/main.rs`, `.env` with a secret, `secrets/key.txt`
 /// (blocked), `.git/config` and `.git/hooks/`.
 pub(crate) struct Project {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     pub(crate) root: PathBuf,
 }
 
@@ -36,7 +36,16 @@ impl Project {
         write(".git/config", "[core]\n\tbare = false\n");
         write(".git/HEAD", "ref: refs/heads/main\n");
         std::fs::create_dir_all(root.join(".git/hooks")).expect("hooks");
-        Self { _dir: dir, root }
+        Self {
+            _dir: Some(dir),
+            root,
+        }
+    }
+
+    /// The project another process made at `root` (left in place when
+    /// this value is dropped).
+    pub(crate) fn at(root: PathBuf) -> Self {
+        Self { _dir: None, root }
     }
 
     /// Writes `text` to `rel` in the real tree, making its parents.
@@ -208,4 +217,21 @@ pub(crate) fn as_non_root(name: &str, body: impl FnOnce()) {
     );
     assert!(output.status.success(), "as nobody: {text}");
     assert!(text.contains("1 passed"), "the re-run ran no test: {text}");
+}
+
+/// Runs the test `name` of this binary alone in a process of its own with
+/// `var=value` set (the mark of a re-run); its status and everything it
+/// printed.
+pub(crate) fn rerun(name: &str, var: &str, value: &str) -> (std::process::ExitStatus, String) {
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(var, value)
+        .output()
+        .expect("re-run");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status, text)
 }

@@ -49,7 +49,7 @@ fn persistence_writes_never_land_while_ordinary_ones_do() {
 }
 
 /// Every file and link under `root`, with its bytes (or target) and mode.
-fn tree(root: &std::path::Path) -> std::collections::BTreeMap<String, (Vec<u8>, u32)> {
+pub(crate) fn tree(root: &std::path::Path) -> std::collections::BTreeMap<String, (Vec<u8>, u32)> {
     use std::os::unix::fs::MetadataExt;
     let mut out = std::collections::BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];

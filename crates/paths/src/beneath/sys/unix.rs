@@ -288,6 +288,26 @@ pub(crate) fn mkdir_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
     rustix::fs::mkdirat(&dir.0, name, Mode::from_bits_truncate(0o755)).map_err(failed)
 }
 
+/// Creates the directory `name` in `dir` with permission bits `mode`.
+pub(crate) fn mkdir_mode_at(dir: &Dir, name: &OsStr, mode: u32) -> Result<(), Failed> {
+    rustix::fs::mkdirat(&dir.0, name, permissions(mode)).map_err(failed)
+}
+
+/// Takes an exclusive `flock` on the directory without waiting: `false`
+/// when another open of it holds one (released when its process dies).
+pub(crate) fn try_lock(dir: &Dir) -> Result<bool, Failed> {
+    match rustix::fs::flock(&dir.0, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(Errno::WOULDBLOCK) => Ok(false),
+        Err(errno) => Err(failed(errno)),
+    }
+}
+
+/// Whether the directory belongs to this process's effective user.
+pub(crate) fn owned_by_me(dir: &Dir) -> bool {
+    rustix::fs::fstat(&dir.0).is_ok_and(|st| st.st_uid == rustix::process::geteuid().as_raw())
+}
+
 /// `lstat` of `name` in `dir` (a final link is not followed).
 pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> Result<Stat, Failed> {
     rustix::fs::statat(&dir.0, name, AtFlags::SYMLINK_NOFOLLOW)

@@ -306,6 +306,11 @@ pub(crate) fn mkdir_at(dir: &Dir, name: &OsStr) -> Result<(), Failed> {
     std::fs::create_dir(dir.path.join(name)).map_err(failed)
 }
 
+/// Creates the directory `name` in `dir` (no permission bits here).
+pub(crate) fn mkdir_mode_at(dir: &Dir, name: &OsStr, _mode: u32) -> Result<(), Failed> {
+    mkdir_at(dir, name)
+}
+
 /// What is at `name` in `dir`, a final link not followed.
 pub(crate) fn stat_at(dir: &Dir, name: &OsStr) -> Result<Stat, Failed> {
     std::fs::symlink_metadata(dir.path.join(name))
