@@ -190,6 +190,25 @@ pub(crate) fn judge(
             continue;
         };
         let created = entry.lower == Lower::Absent;
+        if created && is_commit_directory_name(&entry.rel) {
+            let action = match entry.upper {
+                Upper::Symlink(_) => ChangeAction::Link,
+                _ => ChangeAction::Create,
+            };
+            refuse(
+                action,
+                (
+                    "write-protected".to_owned(),
+                    format!(
+                        "names beginning `{COMMIT_DIRECTORY_PREFIX}` are the write-back's own (a later commit removes such a directory); choose another name"
+                    ),
+                ),
+            );
+            if matches!(entry.upper, Upper::Dir { .. }) {
+                refused_dirs.push(entry.rel.clone());
+            }
+            continue;
+        }
         if entry.changed_since
             && !created
             && !matches!(
@@ -723,6 +742,20 @@ fn judge_not_git_code(rel: &Path, link: bool) -> Result<(), Refusal> {
             "inside a git directory only git's data lands (objects, refs, logs, HEAD, the index, the state of a merge, rebase or bisect); `{other}` is not data, and git may run or follow what it holds"
         ),
     ))
+}
+
+/// How the write-back's own per-commit directories begin (see
+/// `Beneath::stage_in_commit_dir`): a later commit removes a left-over
+/// one, so the command may not make one.
+const COMMIT_DIRECTORY_PREFIX: &str = ".agentcaps-commit-";
+
+/// Whether a component of `rel` is named like a commit directory.
+fn is_commit_directory_name(rel: &Path) -> bool {
+    rel.components().any(|c| {
+        c.as_os_str()
+            .to_str()
+            .is_some_and(|n| n.starts_with(COMMIT_DIRECTORY_PREFIX))
+    })
 }
 
 /// A file named `.git` (in any case) is a `gitdir:` pointer: git takes

@@ -600,3 +600,48 @@ fn entries_whose_own_names_are_not_utf8_are_deleted_alone() {
     deleted.sort_unstable();
     assert_eq!(deleted, ["sub/\u{fffd}", "\u{fffd}.bin"], "{changes:#?}");
 }
+
+#[test]
+fn a_command_cannot_make_a_directory_named_like_the_write_backs_own() {
+    // A later commit removes left-over `.agentcaps-commit-*` directories;
+    // one the command made would be taken for one (and what it holds
+    // with it), so none lands, at any depth, as a directory, file or link.
+    let project = Project::new();
+    let result = project.python(
+        "import os\n\
+         os.makedirs('.agentcaps-commit-1-0/sub')\n\
+         open('.agentcaps-commit-1-0/sub/f', 'w').write('x\\n')\n\
+         os.makedirs('deep')\n\
+         open('deep/.agentcaps-commit-2-0', 'w').write('x\\n')\n\
+         os.symlink('deep', '.agentcaps-commit-3-0')\n\
+         open('kept.txt', 'w').write('y\\n')\n",
+        &[],
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    let mut refused: Vec<(&str, &str)> = changes
+        .refused
+        .iter()
+        .map(|c| (c.path.as_str(), c.rule.as_str()))
+        .collect();
+    refused.sort_unstable();
+    assert_eq!(
+        refused,
+        [
+            (".agentcaps-commit-1-0", "write-protected"),
+            (".agentcaps-commit-3-0", "write-protected"),
+            ("deep/.agentcaps-commit-2-0", "write-protected"),
+        ],
+        "{changes:#?}"
+    );
+    for name in [
+        ".agentcaps-commit-1-0",
+        ".agentcaps-commit-3-0",
+        "deep/.agentcaps-commit-2-0",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(project.root.join(name)).is_err(),
+            "{name} landed: {changes:#?}"
+        );
+    }
+    assert_eq!(project.read("kept.txt").as_deref(), Some("y\n"));
+}
