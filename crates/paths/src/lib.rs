@@ -72,7 +72,8 @@ mod sim_fs;
 mod spelling;
 
 pub use beneath::{
-    Beneath, DirEntryInfo, EntryInfo, SetAside, Staged, Version, WriteMode, Writers,
+    Beneath, COMMIT_DIR_PREFIX, DirEntryInfo, EntryInfo, SetAside, Staged, Version, WriteMode,
+    Writers,
 };
 pub use config::{Access, CaseInsensitive, PathPolicyConfig, RootAccess, WindowsAliases};
 pub use error::{NotPortable, PathError, Reading, Unjudgeable};

@@ -20,8 +20,10 @@ use std::sync::Mutex;
 use super::Beneath;
 use super::sys::{self, Dir};
 
-/// The start of every hidden directory's name.
-pub(super) const PREFIX: &str = ".agentcaps-commit-";
+/// The start of every hidden directory's name. A host that writes into a
+/// root by other means should not create such names: a later transaction
+/// takes a left-over one for its own and removes it.
+pub const COMMIT_DIR_PREFIX: &str = ".agentcaps-commit-";
 
 /// The hidden directories of one [`Beneath`], made on first use.
 #[derive(Debug)]
@@ -44,7 +46,7 @@ impl CommitDirs {
     pub(super) fn new() -> Self {
         static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let name = OsString::from(format!("{PREFIX}{}-{n}", std::process::id()));
+        let name = OsString::from(format!("{COMMIT_DIR_PREFIX}{}-{n}", std::process::id()));
         Self {
             name,
             made: Mutex::new(HashMap::new()),
@@ -116,7 +118,9 @@ fn remove_left_overs(root: &Dir, ours: &OsStr) {
         return;
     };
     for (entry, kind) in entries {
-        let hidden = entry.to_str().is_some_and(|name| name.starts_with(PREFIX));
+        let hidden = entry
+            .to_str()
+            .is_some_and(|name| name.starts_with(COMMIT_DIR_PREFIX));
         if !hidden || entry == ours || kind != crate::EntryKind::Dir {
             continue;
         }

@@ -20,6 +20,7 @@ mod sys;
 mod transaction;
 mod version;
 
+pub use commit_dir::COMMIT_DIR_PREFIX;
 pub use transaction::{SetAside, Staged};
 pub use version::{Version, Writers};
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use agentcaps_paths::{Access, PathError, PathPolicy, check_portable_name};
+use agentcaps_paths::{Access, COMMIT_DIR_PREFIX, PathError, PathPolicy, check_portable_name};
 
 use super::aliases::Aliases;
 use super::changes::{ChangeAction, RefusedChange, Rule};
@@ -200,7 +200,8 @@ pub(crate) fn judge(
                 (
                     "write-protected".to_owned(),
                     format!(
-                        "names beginning `{COMMIT_DIRECTORY_PREFIX}` are the write-back's own (a later commit removes such a directory); choose another name"
+                        "names beginning `{}` are the write-back's own (a later commit removes such a directory); choose another name",
+                        COMMIT_DIR_PREFIX
                     ),
                 ),
             );
@@ -744,17 +745,14 @@ fn judge_not_git_code(rel: &Path, link: bool) -> Result<(), Refusal> {
     ))
 }
 
-/// How the write-back's own per-commit directories begin (see
-/// `Beneath::stage_in_commit_dir`): a later commit removes a left-over
-/// one, so the command may not make one.
-const COMMIT_DIRECTORY_PREFIX: &str = ".agentcaps-commit-";
-
-/// Whether a component of `rel` is named like a commit directory.
+/// Whether a component of `rel` is named like the write-back's own
+/// per-commit directories (`Beneath::stage_in_commit_dir`): a later commit
+/// removes a left-over one, so the command may not make one.
 fn is_commit_directory_name(rel: &Path) -> bool {
     rel.components().any(|c| {
         c.as_os_str()
             .to_str()
-            .is_some_and(|n| n.starts_with(COMMIT_DIRECTORY_PREFIX))
+            .is_some_and(|n| n.starts_with(COMMIT_DIR_PREFIX))
     })
 }
 
