@@ -97,7 +97,7 @@ mod unified;
 
 use std::path::Path;
 
-use agentcaps_paths::{PathError, PathPolicy, RealFs};
+use agentcaps_paths::{LinkJudging, PathError, PathPolicy, RealFs};
 
 pub use config::PatchPolicyConfig;
 pub use error::{Bound, Candidate, Malformed, PatchError, StateCheck, UnsafePath, Unsupported};
@@ -256,6 +256,8 @@ impl Patcher {
             }
         })?;
         beneath.set_durable(self.config.durable);
+        // One walk for the guarded links of the tree per patch.
+        beneath.set_link_judging(LinkJudging::UntilRefreshed);
         let ctx = plan::Context {
             policy: &self.policy,
             beneath: &beneath,

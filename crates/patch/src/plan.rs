@@ -338,10 +338,15 @@ fn walk(fs: &dyn FileSystem, base: &Path, rel: &str) -> Result<Option<EntryKind>
     Ok(None)
 }
 
+/// The policy's verdict on `rel`; a write also at the other names the
+/// tree's guarded links give it (as the commit's handles judge it).
 fn judge(ctx: &Context<'_>, view: &dyn FileSystem, rel: &str, access: Access) -> Result<()> {
     ctx.policy
         .check_on(view, ctx.base, rel, access)
-        .map(|_| ())
+        .and_then(|checked| match access {
+            Access::Write => ctx.beneath.judge_guarded_links(rel, checked.location()),
+            _ => Ok(()),
+        })
         .map_err(|source| PatchError::PathPolicy {
             path: rel.to_owned(),
             source: Box::new(source),

@@ -202,6 +202,25 @@ pub enum PathError {
         /// The write-protected glob that matched.
         entry: String,
     },
+    /// A write whose location a link at a guarded name makes a blocked or
+    /// write-protected entry (`.cargo -> cfg` makes `cfg/config.toml`
+    /// cargo's config).
+    #[error(
+        "refused writing `{}`: the link {link} makes {at} reachable as {alias}, which {}; write elsewhere, or remove the link if it should not be there", shown(.spelling), through_link_reason(.entry, *.blocked), at = shown_path(.location), link = shown_path(.link), alias = shown_path(.alias))]
+    ThroughLink {
+        /// What the agent wrote.
+        spelling: String,
+        /// Where the write lands.
+        location: PathBuf,
+        /// The link that gives it the other name.
+        link: Box<std::path::Path>,
+        /// The other name.
+        alias: Box<std::path::Path>,
+        /// The blocked or write-protected glob the other name matches.
+        entry: String,
+        /// Whether `entry` is blocked (otherwise write-protected).
+        blocked: bool,
+    },
     /// A spelling whose location cannot be judged.
     #[error("refused `{}`: {why}; spell a plain path instead", shown(.spelling))]
     Unjudgeable {
@@ -284,6 +303,19 @@ pub enum PathError {
         /// Where it would then lead.
         target: PathBuf,
     },
+    /// A link would be put at a name on the way to a write-protected entry
+    /// (`.cargo`, `.github`, `.git/hooks`): through it, files written under
+    /// ordinary names elsewhere would be read at protected ones.
+    #[error(
+        "refused moving `{}`: the link would be at {link}, which matches `{entry}`; through it, files written under ordinary names would be read as protected ones, so give the link another name", shown(.spelling), link = shown_path(.link))]
+    LinkAtGuardedName {
+        /// What the agent wrote (the moved path).
+        spelling: String,
+        /// Where the link would be.
+        link: PathBuf,
+        /// The write-protected glob its name leads to.
+        entry: String,
+    },
     /// The target already exists and the operation does not replace files.
     #[error(
         "`{}` already exists at {at}; choose another name or overwrite it explicitly", shown(.spelling), at = shown_path(.location))]
@@ -345,6 +377,17 @@ fn shown(text: &str) -> String {
         .collect()
 }
 
+/// What the other name of a [`PathError::ThroughLink`] is.
+fn through_link_reason(entry: &str, blocked: bool) -> String {
+    if blocked {
+        format!("is blocked by `{entry}`")
+    } else {
+        format!(
+            "matches `{entry}`, a file that tools run or load later, so it is protected from writes"
+        )
+    }
+}
+
 /// A location for a message: lossy, escaped like agent text (names on disk
 /// and link targets are attacker-controlled too).
 fn shown_path(path: &std::path::Path) -> String {
@@ -371,6 +414,8 @@ impl PathError {
             PathError::Blocked { .. } => "blocked",
             PathError::ReadOnly { .. } => "read-only",
             PathError::WriteProtected { .. } => "write-protected",
+            PathError::ThroughLink { blocked: true, .. } => "blocked",
+            PathError::ThroughLink { blocked: false, .. } => "write-protected",
             PathError::Unjudgeable { why, .. } => why.rule(),
             PathError::NotPortable { .. } => "not-portable",
             PathError::LinkLoop { .. } => "link-loop",
@@ -379,6 +424,7 @@ impl PathError {
             PathError::Changed { .. } => "changed",
             PathError::Conflict { .. } => "conflict",
             PathError::LinkOutsideRoots { .. } => "link-outside-roots",
+            PathError::LinkAtGuardedName { .. } => "write-protected",
             PathError::AlreadyExists { .. } => "already-exists",
             PathError::TooLarge { .. } => "too-large",
             PathError::InvalidPolicy { .. } => "invalid-policy",

@@ -43,6 +43,9 @@
 //!   and remove beneath the roots' directory handles with no check-then-use
 //!   gap, on Linux, macOS and Windows (each platform's mechanism is in
 //!   [`Beneath`]'s docs).
+//! - [`GuardedLinks`]: the links a tree holds at guarded names
+//!   (`.cargo -> cfg`), which make ordinary names protected ones; every
+//!   write through [`Beneath`] is judged at those other names too.
 //! - [`check_portable_name`]: the rules for names being created.
 //! - [`danger`]: loosenings (the safe defaults turned off), each listed by
 //!   [`PathPolicy::loosenings`] for a host to show.
@@ -63,6 +66,7 @@ mod defaults;
 mod error;
 mod fs;
 mod glob;
+mod links;
 mod location;
 mod policy;
 mod real_fs;
@@ -72,12 +76,13 @@ mod sim_fs;
 mod spelling;
 
 pub use beneath::{
-    Beneath, COMMIT_DIR_PREFIX, DirEntryInfo, EntryInfo, SetAside, Staged, Version, WriteMode,
-    Writers,
+    Beneath, COMMIT_DIR_PREFIX, DirEntryInfo, EntryInfo, LinkJudging, SetAside, Staged, Version,
+    WriteMode, Writers,
 };
 pub use config::{Access, CaseInsensitive, PathPolicyConfig, RootAccess, WindowsAliases};
 pub use error::{NotPortable, PathError, Reading, Unjudgeable};
 pub use fs::{EntryKind, FileSystem, Probe};
+pub use links::GuardedLinks;
 pub use policy::{Budget, Checked, Located, PathPolicy, PathPolicyBuilder};
 pub use real_fs::RealFs;
 pub use sim_fs::{SimFs, SimMode};

@@ -3,7 +3,8 @@
 //! parsing, the path judged in every reading, the open beneath the root's
 //! handle, the typed result as JSON) against `std::fs::read_to_string` on
 //! the same file; the judged read alone (`Beneath::read`), to show where
-//! the time goes; and a refusal (a path leading outside).
+//! the time goes; a refusal (a path leading outside); and `write_file` in
+//! a project of many directories against `std::fs::write`.
 
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
@@ -69,6 +70,39 @@ fn tools(c: &mut Criterion) {
                 .block_on(toolbox.call("read_file", json!({"path": "escape/root/x"})))
                 .expect_err("refused");
             black_box(err)
+        })
+    });
+    group.finish();
+
+    // A write also walks the project for links at guarded names
+    // (`.cargo -> cfg`), once per call: measured in a project of
+    // `WRITE_DIRS` directories (default 2000, ten files each) against
+    // `std::fs::write` of the same bytes.
+    let dirs: usize = std::env::var("WRITE_DIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    for d in 0..dirs {
+        let dir = root.join(format!("pkg{}/mod{d}", d % 50));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        for f in 0..10 {
+            std::fs::write(dir.join(format!("f{f}.rs")), "x").expect("write");
+        }
+    }
+    let mut group = c.benchmark_group(format!("write_file in {dirs} directories"));
+    let target = root.join("src/out.txt");
+    group.bench_function("baseline std::fs::write", |b| {
+        b.iter(|| std::fs::write(black_box(&target), text.as_bytes()).expect("write"))
+    });
+    group.bench_function("toolbox write_file (overwrite)", |b| {
+        b.iter(|| {
+            let out = rt
+                .block_on(toolbox.call(
+                    "write_file",
+                    json!({"path": "src/out.txt", "content": text, "overwrite": true}),
+                ))
+                .expect("allowed");
+            black_box(out)
         })
     });
     group.finish();

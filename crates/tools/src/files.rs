@@ -8,7 +8,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use agentcaps::Policy;
-use agentcaps::paths::{Access, Beneath, EntryKind, PathError, PathPolicy, Version, WriteMode};
+use agentcaps::paths::{
+    Access, Beneath, EntryKind, LinkJudging, PathError, PathPolicy, Version, WriteMode,
+};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -361,13 +363,16 @@ impl FileTools {
     pub(crate) fn new(policy: &Policy, base: &Path) -> Result<Self, ToolError> {
         let path_policy = policy.path_policy()?;
         let allowed = files_allowed(&path_policy);
-        let beneath = path_policy
+        let mut beneath = path_policy
             .open_beneath()
             .map_err(|source| ToolError::Path {
                 tool: "toolbox",
                 source: Box::new(source),
                 allowed: allowed.clone(),
             })?;
+        // The tree's guarded links are looked for again at each call (see
+        // `refresh_guarded_links`), not at each write within one.
+        beneath.set_link_judging(LinkJudging::UntilRefreshed);
         Ok(Self {
             base: base.to_path_buf(),
             #[cfg(unix)]
@@ -387,9 +392,10 @@ impl FileTools {
             .policy
             .without_write_protected(entry)
             .map_err(|e| self.refused("toolbox", e))?;
-        let beneath = policy
+        let mut beneath = policy
             .open_beneath()
             .map_err(|e| self.refused("toolbox", e))?;
+        beneath.set_link_judging(LinkJudging::UntilRefreshed);
         Ok(Self {
             base: self.base.clone(),
             #[cfg(unix)]
@@ -400,6 +406,14 @@ impl FileTools {
             allowed: self.allowed.clone(),
             seen: std::sync::Arc::clone(&self.seen),
         })
+    }
+
+    /// Forget the tree's guarded links found so far (`.cargo -> cfg`),
+    /// so the next write looks for them again: called at the start of
+    /// every tool call, so a link made since the last one (by a command,
+    /// say) is always seen.
+    pub(crate) fn refresh_guarded_links(&self) {
+        self.beneath.refresh_guarded_links();
     }
 
     /// The real location `spelling` writes to, when the policy allows it.

@@ -359,6 +359,7 @@ impl Toolbox {
         stop: &Stop,
         asking: &Asking<'_>,
     ) -> Result<ToolOutput, ToolError> {
+        self.inner.files.refresh_guarded_links();
         let run = |approved: Option<(Arc<FileTools>, Protected)>, arguments: Value| {
             let inner = Arc::clone(&self.inner);
             let stop = stop.clone();
@@ -459,6 +460,7 @@ impl Inner {
         stop: &Stop,
     ) -> Result<ToolOutput, ToolError> {
         let d = definition;
+        self.files.refresh_guarded_links();
         match d.id {
             ToolId::ReadFile => answer(self.files.read_file(&args(d, arguments)?)),
             ToolId::ReadManyFiles => answer(self.files.read_many_files(&args(d, arguments)?, stop)),

@@ -424,6 +424,8 @@ impl Beneath {
             spelling: from,
         };
         self.judge_moved(&from_dir, &from_name, &moving)?;
+        // Whatever the rename moved, the links found so far may have moved.
+        self.refresh_guarded_links();
         sys::rename_at(&from_dir, &from_name, &to_dir, &to_name, Rename::NoReplace).map_err(
             |failed| match failed.why {
                 Why::Exists => PathError::AlreadyExists {
@@ -471,6 +473,7 @@ impl Beneath {
             }
             Err(failed) => return Err(io("open", &source.location, failed)),
         };
+        let links = self.links();
         let mut pending = vec![(top, PathBuf::new())];
         let mut seen = 0usize;
         while let Some((dir, relative)) = pending.pop() {
@@ -488,6 +491,9 @@ impl Beneath {
                 let (left, landed) = (source.location.join(&inner), dest.location.join(&inner));
                 self.policy.judge_created(spelling, &left)?;
                 self.policy.judge_created(spelling, &landed)?;
+                if let Some(links) = &links {
+                    links.judge_write(&self.policy, spelling, &landed)?;
+                }
                 match kind {
                     EntryKind::Dir => match sys::open_dir_at(&dir, &name) {
                         Ok(child) => pending.push((child, inner)),
@@ -517,6 +523,17 @@ impl Beneath {
         landed: &Path,
         spelling: &str,
     ) -> Result<(), PathError> {
+        // A link put at a name on the way to a write-protected entry
+        // (`.cargo`, `.github`) makes ordinary names protected ones.
+        if let Err(PathError::WriteProtected { entry, .. }) =
+            self.policy.judge_link_location(landed)
+        {
+            return Err(PathError::LinkAtGuardedName {
+                spelling: spelling.to_owned(),
+                link: landed.to_path_buf(),
+                entry,
+            });
+        }
         let target = sys::read_link_at(dir, name).map_err(|failed| io("readlink", left, failed))?;
         let from_parent = left.parent().unwrap_or(left);
         let to_parent = landed.parent().unwrap_or(landed);

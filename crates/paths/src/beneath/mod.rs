@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::resolve::Follow;
-use crate::{Access, EntryKind, FileSystem, PathError, PathPolicy};
+use crate::{Access, EntryKind, FileSystem, GuardedLinks, PathError, PathPolicy};
 
 mod commit_dir;
 mod files;
@@ -38,6 +38,29 @@ pub enum WriteMode {
     /// [`Beneath::read_versioned`]); otherwise refuse with
     /// [`PathError::Conflict`] and leave it as it is.
     Unchanged(Version),
+}
+
+/// How a [`Beneath`] finds the links that make an ordinary name a guarded
+/// one ([`GuardedLinks`]): `.cargo -> cfg` makes a write of
+/// `cfg/config.toml` a write of cargo's config, refused like it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum LinkJudging {
+    /// Walk the roots for guarded links at every judged write (the
+    /// default): never stale, at the cost of one walk of the roots' trees
+    /// per write, rename or removal.
+    #[default]
+    EachWrite,
+    /// Walk once and keep what was found until
+    /// [`Beneath::refresh_guarded_links`] (and after each rename these
+    /// handles make): for a host that knows when links can appear, such as
+    /// one that refreshes before each tool call and after each command it
+    /// runs. A link someone else makes meanwhile is not seen until then.
+    UntilRefreshed,
+    /// Judge no link: the caller judges every write at its other names
+    /// itself (a write-back that judges the tree as it will be, links the
+    /// command removed or made included).
+    ByCaller,
 }
 
 /// What [`Beneath::metadata`] reports (never following a final link).
@@ -119,6 +142,14 @@ pub struct DirEntryInfo {
 ///   a hard link (no exchange). See the crate's README for what Windows
 ///   does not give.
 ///
+/// # Links at guarded names
+///
+/// A write is also judged at every other name a link of the tree gives it
+/// ([`GuardedLinks`], found as [`LinkJudging`] says): with `.cargo -> cfg`
+/// in the tree, writing, renaming into or removing `cfg/config.toml` is
+/// refused like `.cargo/config.toml` ([`PathError::ThroughLink`]), and a
+/// rename that would put a link at such a name is refused.
+///
 /// # Security
 ///
 /// Hard links are invisible to every path check: a hard link inside a root
@@ -140,6 +171,10 @@ pub struct Beneath {
     /// Test seams: behave as without `openat2`, `RENAME_EXCHANGE` or hard
     /// links.
     missing: Missing,
+    /// How guarded links are found, and with
+    /// [`LinkJudging::UntilRefreshed`] the ones found.
+    link_judging: LinkJudging,
+    guarded_links: std::sync::Mutex<Option<Arc<GuardedLinks>>>,
 }
 
 /// What [`Beneath::simulate_missing`] and
@@ -190,6 +225,8 @@ impl Beneath {
             dir_cache: None,
             commit_dirs: None,
             missing: Missing::default(),
+            link_judging: LinkJudging::default(),
+            guarded_links: std::sync::Mutex::new(None),
         })
     }
 
@@ -218,12 +255,65 @@ impl Beneath {
             .strip_prefix(checked.root())
             .map(Path::to_path_buf)
             .unwrap_or_default();
+        if access == Access::Write {
+            self.judge_guarded_links(spelling, &location)?;
+        }
         Ok(Target {
             spelling: spelling.to_owned(),
             root,
             relative,
             location,
         })
+    }
+
+    /// The guarded links to judge writes with, as [`LinkJudging`] says;
+    /// `None` when the caller judges them.
+    fn links(&self) -> Option<Arc<GuardedLinks>> {
+        match self.link_judging {
+            LinkJudging::ByCaller => None,
+            LinkJudging::EachWrite => Some(Arc::new(self.policy.guarded_links())),
+            LinkJudging::UntilRefreshed => {
+                let mut kept = self
+                    .guarded_links
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                Some(Arc::clone(kept.get_or_insert_with(|| {
+                    Arc::new(self.policy.guarded_links())
+                })))
+            }
+        }
+    }
+
+    /// Judge a write at the absolute `location` (spelled `spelling`) at
+    /// the other names the tree's guarded links give it, as every write
+    /// of these handles is: for a caller that plans writes before making
+    /// them (a patch's dry run) and must refuse exactly what they would.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::ThroughLink`]; nothing with [`LinkJudging::ByCaller`].
+    pub fn judge_guarded_links(&self, spelling: &str, location: &Path) -> Result<(), PathError> {
+        match self.links() {
+            Some(links) => links.judge_write(&self.policy, spelling, location),
+            None => Ok(()),
+        }
+    }
+
+    /// How writes are judged at the other names links give them (see
+    /// [`LinkJudging`]; [`LinkJudging::EachWrite`] by default).
+    pub fn set_link_judging(&mut self, judging: LinkJudging) {
+        self.link_judging = judging;
+        self.refresh_guarded_links();
+    }
+
+    /// Forget the guarded links found so far: with
+    /// [`LinkJudging::UntilRefreshed`], the next write walks the roots
+    /// again.
+    pub fn refresh_guarded_links(&self) {
+        *self
+            .guarded_links
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
     fn root_dir(&self, target: &Target) -> Result<&Dir, PathError> {

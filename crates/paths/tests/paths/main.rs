@@ -27,6 +27,8 @@ mod component_walk;
 #[cfg(unix)]
 mod corpus;
 #[cfg(unix)]
+mod guarded_links;
+#[cfg(unix)]
 mod openat2;
 #[cfg(unix)]
 mod snapshots;

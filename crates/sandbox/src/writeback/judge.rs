@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use agentcaps_paths::{Access, COMMIT_DIR_PREFIX, PathError, PathPolicy, check_portable_name};
+use agentcaps_paths::{
+    Access, COMMIT_DIR_PREFIX, GuardedLinks, PathError, PathPolicy, check_portable_name,
+};
 
-use super::aliases::Aliases;
 use super::changes::{ChangeAction, RefusedChange, Rule};
 use super::gitdir::{GitPlace, git_place, judge_config};
 use super::scan::{Entry, Lower, Upper, lower_at};
@@ -18,7 +19,7 @@ use super::scan::{Entry, Lower, Upper, lower_at};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Judging<'a> {
     /// The real tree's links at guarded names.
-    pub(crate) aliases: &'a Aliases,
+    pub(crate) aliases: &'a GuardedLinks,
     /// Write-protected entries do not refuse.
     pub(crate) protected_allowed: bool,
 }
@@ -667,20 +668,12 @@ fn judge_write(
         Err(error) if refuses(&error) => return Err(refusal(&error)),
         _ => {}
     }
-    for (alias, link) in how.aliases.of(&location) {
-        if let Err(error) = policy.judge_location(&alias, Access::Write)
-            && matches!(error.rule(), "blocked" | "write-protected")
-            && refuses(&error)
-        {
-            return Err((
-                error.rule().to_owned(),
-                format!(
-                    "{error} (the link {} makes {} that entry)",
-                    link.display(),
-                    location.display()
-                ),
-            ));
-        }
+    match how
+        .aliases
+        .judge_write(policy, &rel.to_string_lossy(), &location)
+    {
+        Err(error) if refuses(&error) => return Err(refusal(&error)),
+        _ => {}
     }
     if let Some(text) = rel.to_str() {
         let folded = text.to_lowercase();

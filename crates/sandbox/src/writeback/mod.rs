@@ -30,9 +30,11 @@
 //! - `decider`: a [`WriteBackDecider`] the sandbox holds is asked, once
 //!   per run, about the changes refused only because they write a
 //!   write-protected entry; the approved ones land in the same commit.
-//! - `aliases`: each change is judged at every other name it is reachable
-//!   by through a link the real tree already holds at a guarded name
-//!   (`.cargo -> cfg` makes `cfg/config.toml` cargo's config).
+//! - each change is judged at every other name it is reachable by through
+//!   a link the real tree already holds at a guarded name
+//!   ([`agentcaps_paths::GuardedLinks`]: `.cargo -> cfg` makes
+//!   `cfg/config.toml` cargo's config), the same judge the file tools and
+//!   patches use.
 //! - `gitdir`: inside a git directory (`.git`, its `modules/*` and
 //!   `worktrees/*`) only git's data lands; `config` is judged by its keys
 //!   (`git-config-key` names the first that could run a program).
@@ -54,7 +56,6 @@
 //! of the commit, so two runs' write-backs into one root take turns, and
 //! the later one sees the earlier one's commit as a conflict.
 
-mod aliases;
 mod changes;
 mod commit;
 mod decider;
@@ -68,9 +69,8 @@ mod tests;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use agentcaps_paths::PathPolicy;
+use agentcaps_paths::{GuardedLinks, LinkJudging, PathPolicy};
 
-use aliases::Aliases;
 use changes::Rule;
 pub use changes::{Change, ChangeAction, Changes, RefusedChange};
 pub(crate) use commit::CommitFault;
@@ -174,9 +174,9 @@ pub(crate) fn write_back(
         // roots (only when something changed).
         let aliases = aliases.get_or_insert_with(|| {
             let roots: Vec<&Path> = layers.iter().map(|&(root, _)| root).collect();
-            Aliases::of_roots(paths, &roots)
+            GuardedLinks::of_roots(paths, &roots)
         });
-        let judge_with = |aliases: &Aliases, protected_allowed: bool| {
+        let judge_with = |aliases: &GuardedLinks, protected_allowed: bool| {
             let how = Judging {
                 aliases,
                 protected_allowed,
@@ -246,6 +246,9 @@ pub(crate) fn write_back(
             // that writes tens of thousands of files commits under the usual
             // limit of 1024 open files.
             beneath.share_dir_handles(true);
+            // The links were judged above, in the tree as it will be
+            // (links the command removed no longer count).
+            beneath.set_link_judging(LinkJudging::ByCaller);
             // Every temporary file in one hidden directory per root: a
             // commit killed at any point leaves each file old or new and
             // nothing stray beside them (the next commit removes it).

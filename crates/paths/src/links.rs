@@ -1,26 +1,51 @@
-//! The other names an entry of the real tree is reachable by: the links
-//! the real tree already holds.
+//! The other names an entry is reachable by: the links a tree holds at
+//! guarded names.
 //!
-//! A change is judged at every location it will be reachable by once
-//! committed. A link the real tree holds at a name the policy guards — a
-//! directory on the way to a write-protected entry (`.cargo -> cfg`,
-//! `.github -> gh`), or a write-protected or blocked entry itself
-//! (`.cargo/config.toml -> ../cargo.toml`) — makes an ordinary name a
-//! guarded one: writing `cfg/config.toml` writes `.cargo/config.toml`.
+//! A write is judged at every location it will be reachable by. A link
+//! the tree holds at a name the policy guards — a directory on the way to
+//! a write-protected entry (`.cargo -> cfg`, `.github -> gh`), or a
+//! write-protected or blocked entry itself (`.cargo/config.toml ->
+//! ../cargo.toml`) — makes an ordinary name a guarded one: writing
+//! `cfg/config.toml` writes `.cargo/config.toml`, which cargo runs from.
 //! Such links are found by walking each root **by handle** (each directory
 //! opened relative to its parent, never through a link, so depth is no
 //! limit), and each is resolved to where it leads now, as far as that
-//! exists (a dangling link leads to where the command could make the
-//! directory). Links elsewhere make no name guarded and are not kept.
+//! exists (a dangling link leads to where a directory could be made).
+//! Links elsewhere make no name guarded and are not kept.
+//!
+//! On Windows no walk is made (an empty map): links there need a privilege
+//! agents do not hold, and junctions are not yet looked for.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use agentcaps_paths::{Access, PathPolicy};
+use crate::{Access, PathError, PathPolicy};
 
-/// The guarded links of the real tree, by where they lead.
-#[derive(Debug, Default)]
-pub(crate) struct Aliases {
+/// The links of a tree at guarded names, by where they lead: what makes
+/// an ordinary name a guarded one.
+///
+/// Made by [`GuardedLinks::of_roots`] (or [`PathPolicy::guarded_links`]);
+/// [`GuardedLinks::judge_write`] refuses a write whose location such a
+/// link makes blocked or write-protected. [`Beneath`](crate::Beneath)
+/// judges every write with one (see [`LinkJudging`](crate::LinkJudging)).
+///
+/// ```
+/// # #[cfg(unix)] {
+/// use agentcaps_paths::{GuardedLinks, PathPolicy};
+/// let root = std::env::temp_dir().canonicalize()?.join(format!("links-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(root.join("cfg"))?;
+/// std::os::unix::fs::symlink("cfg", root.join(".cargo"))?;
+/// let policy = PathPolicy::builder().allow(&root).build()?;
+/// let links = GuardedLinks::of_roots(&policy, &[&root]);
+/// let refused = links.judge_write(&policy, "cfg/config.toml", &root.join("cfg/config.toml")).unwrap_err();
+/// assert_eq!(refused.rule(), "write-protected");
+/// assert!(links.judge_write(&policy, "cfg/notes.txt", &root.join("cfg/notes.txt")).is_ok());
+/// # std::fs::remove_dir_all(&root)?;
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GuardedLinks {
     /// Absolute location a link leads to → the links' own locations.
     by_target: BTreeMap<PathBuf, Vec<PathBuf>>,
 }
@@ -29,30 +54,39 @@ pub(crate) struct Aliases {
 #[cfg_attr(not(unix), allow(dead_code))]
 const MAX_LINKS: usize = 40;
 
-impl Aliases {
-    /// The guarded links of every root in `roots`.
-    pub(crate) fn of_roots(policy: &PathPolicy, roots: &[&Path]) -> Self {
+impl GuardedLinks {
+    /// The guarded links beneath every directory in `roots` (absolute,
+    /// real locations), judged by `policy`. Directories that cannot be
+    /// opened are skipped: nothing in them can be written by these handles
+    /// either.
+    pub fn of_roots(policy: &PathPolicy, roots: &[&Path]) -> Self {
         #[cfg_attr(not(unix), allow(unused_mut))]
-        let mut aliases = Self::default();
+        let mut links = Self::default();
         for root in roots {
             #[cfg(unix)]
-            walk::links(root, &mut |link: PathBuf| {
+            walk::links(root, &mut |link: PathBuf, stored: PathBuf| {
                 if guarded(policy, &link)
-                    && let Some(target) = resolve(&link)
+                    && let Some(target) = resolve(&link, &stored)
                     && target != link
                 {
-                    aliases.by_target.entry(target).or_default().push(link);
+                    links.by_target.entry(target).or_default().push(link);
                 }
             });
             #[cfg(not(unix))]
             let _ = (policy, root);
         }
-        aliases
+        links
     }
 
-    /// These links less those at or beneath a location in `gone` (what the
-    /// command's allowed changes remove from the real tree).
-    pub(crate) fn without(&self, gone: &[PathBuf]) -> Option<Self> {
+    /// Whether no guarded link was found.
+    pub fn is_empty(&self) -> bool {
+        self.by_target.is_empty()
+    }
+
+    /// These links less those at or beneath a location in `gone` (what a
+    /// caller's allowed changes remove from the tree); `None` when none of
+    /// them goes.
+    pub fn without(&self, gone: &[PathBuf]) -> Option<Self> {
         let mut kept = BTreeMap::new();
         let mut dropped = false;
         for (target, links) in &self.by_target {
@@ -73,18 +107,17 @@ impl Aliases {
     }
 
     /// Whether a guarded link is at `location` or beneath it.
-    pub(crate) fn has_link_at_or_beneath(&self, location: &Path) -> bool {
+    pub fn has_link_at_or_beneath(&self, location: &Path) -> bool {
         self.by_target
             .values()
             .flatten()
             .any(|link| link.starts_with(location))
     }
 
-    /// Every other location `location` will be reachable by through a
-    /// guarded link: for each link leading to `location` or a directory
-    /// above it, the link's location joined with the rest. `(alias, link)`
-    /// pairs.
-    pub(crate) fn of(&self, location: &Path) -> Vec<(PathBuf, PathBuf)> {
+    /// Every other location `location` is reachable by through a guarded
+    /// link: for each link leading to `location` or a directory above it,
+    /// the link's location joined with the rest. `(alias, link)` pairs.
+    pub fn aliases_of(&self, location: &Path) -> Vec<(PathBuf, PathBuf)> {
         if self.by_target.is_empty() {
             return Vec::new();
         }
@@ -104,6 +137,56 @@ impl Aliases {
         }
         out
     }
+
+    /// Judge a write at the absolute `location` (spelled `spelling` by the
+    /// caller) at every other name these links give it.
+    ///
+    /// # Errors
+    ///
+    /// [`PathError::ThroughLink`] when a link makes `location` a blocked
+    /// or write-protected entry (its [`PathError::rule`] is that entry's
+    /// rule; a blocked one is named first).
+    pub fn judge_write(
+        &self,
+        policy: &PathPolicy,
+        spelling: &str,
+        location: &Path,
+    ) -> Result<(), PathError> {
+        // A blocked other name is reported before a write-protected one
+        // (a caller that lets write-protected entries through still
+        // refuses it).
+        let mut found: Option<PathError> = None;
+        for (alias, link) in self.aliases_of(location) {
+            let (entry, blocked) = match policy.judge_location(&alias, Access::Write) {
+                Err(PathError::Blocked { entry, .. }) => (entry, true),
+                Err(PathError::WriteProtected { entry, .. }) => (entry, false),
+                _ => continue,
+            };
+            if found.is_none() || blocked {
+                found = Some(PathError::ThroughLink {
+                    spelling: spelling.to_owned(),
+                    location: location.to_path_buf(),
+                    link: link.into_boxed_path(),
+                    alias: alias.into_boxed_path(),
+                    entry,
+                    blocked,
+                });
+            }
+            if blocked {
+                break;
+            }
+        }
+        found.map_or(Ok(()), Err)
+    }
+}
+
+impl PathPolicy {
+    /// The guarded links beneath every root of this policy (see
+    /// [`GuardedLinks`]): one walk of each root's tree.
+    pub fn guarded_links(&self) -> GuardedLinks {
+        let roots: Vec<&Path> = self.roots().map(|(root, _)| root).collect();
+        GuardedLinks::of_roots(self, &roots)
+    }
 }
 
 /// Whether a link at `location` makes what it leads to reachable by a
@@ -119,16 +202,16 @@ fn guarded(policy: &PathPolicy, location: &Path) -> bool {
     )
 }
 
-/// Where the link at `link` leads now: its target read from the link's
-/// directory, each link met on the way followed, the part that does not
-/// exist taken as spelled. `None` for a loop or an unreadable link.
+/// Where the link at `link`, whose target is `target` as stored, leads
+/// now: from the link's directory, each link met on the way followed, the
+/// part that does not exist (or cannot be looked up) taken as spelled.
+/// `None` for a loop.
 #[cfg_attr(not(unix), allow(dead_code))]
-fn resolve(link: &Path) -> Option<PathBuf> {
+fn resolve(link: &Path, target: &Path) -> Option<PathBuf> {
     let mut links = 0usize;
     let mut pending: Vec<std::ffi::OsString> = Vec::new();
     let mut at = link.parent()?.to_path_buf();
-    let target = std::fs::read_link(link).ok()?;
-    push_components(&target, &mut at, &mut pending);
+    push_components(target, &mut at, &mut pending);
     while let Some(name) = pending.pop() {
         if name == ".." {
             at.pop();
@@ -168,7 +251,6 @@ fn push_components(target: &Path, at: &mut PathBuf, pending: &mut Vec<std::ffi::
     }
     pending.extend(names.into_iter().rev());
 }
-
 #[cfg(unix)]
 mod walk {
     //! Walking a root by handle for its links.
@@ -186,9 +268,10 @@ mod walk {
         .union(OFlags::CLOEXEC);
 
     /// Calls `found` with the location of every symbolic link beneath
-    /// `root` (directories that cannot be opened are skipped: nothing in
-    /// them can be written through the view either).
-    pub(super) fn links(root: &Path, found: &mut dyn FnMut(PathBuf)) {
+    /// `root` and its target as stored, read by its directory's handle
+    /// (directories that cannot be opened are skipped: nothing in them can
+    /// be written by handles either).
+    pub(super) fn links(root: &Path, found: &mut dyn FnMut(PathBuf, PathBuf)) {
         let Ok(dir) = rustix::fs::open(root, DIRECTORY, Mode::empty()) else {
             return;
         };
@@ -212,7 +295,11 @@ mod walk {
     }
 
     /// Reports the links of one directory; returns its subdirectories.
-    fn list(dir: &OwnedFd, location: &Path, found: &mut dyn FnMut(PathBuf)) -> Vec<PathBuf> {
+    fn list(
+        dir: &OwnedFd,
+        location: &Path,
+        found: &mut dyn FnMut(PathBuf, PathBuf),
+    ) -> Vec<PathBuf> {
         let mut subdirs = Vec::new();
         let Ok(read) = rustix::fs::Dir::read_from(dir) else {
             return subdirs;
@@ -233,7 +320,12 @@ mod walk {
                 kind => kind,
             };
             match kind {
-                FileType::Symlink => found(location.join(&name)),
+                FileType::Symlink => {
+                    if let Ok(target) = rustix::fs::readlinkat(dir, &name, Vec::new()) {
+                        let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                        found(location.join(&name), target);
+                    }
+                }
                 FileType::Directory => subdirs.push(name),
                 _ => {}
             }
