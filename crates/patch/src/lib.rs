@@ -96,8 +96,9 @@ mod transaction;
 mod unified;
 
 use std::path::Path;
+use std::sync::Arc;
 
-use agentcaps_paths::{LinkJudging, PathError, PathPolicy, RealFs};
+use agentcaps_paths::{GuardedLinks, LinkJudging, PathError, PathPolicy, RealFs};
 
 pub use config::PatchPolicyConfig;
 pub use error::{Bound, Candidate, Malformed, PatchError, StateCheck, UnsafePath, Unsupported};
@@ -231,6 +232,24 @@ impl Patcher {
         base_dir: &Path,
         options: ApplyOptions,
     ) -> Result<ApplyReport, PatchError> {
+        self.apply_with_links(patch, base_dir, options, None)
+    }
+
+    /// [`Patcher::apply`], judging each write also at the other names
+    /// `links` give it (the tree's links at guarded names, such as
+    /// `.cargo -> cfg`, found by the caller's own handles); with `None`
+    /// they are looked for once, by this call.
+    ///
+    /// # Errors
+    ///
+    /// As [`Patcher::apply`].
+    pub fn apply_with_links(
+        &self,
+        patch: &Patch,
+        base_dir: &Path,
+        options: ApplyOptions,
+        links: Option<Arc<GuardedLinks>>,
+    ) -> Result<ApplyReport, PatchError> {
         plan::check_bounds(patch, &self.config)?;
         let base = base_dir.canonicalize().map_err(|source| PatchError::Io {
             op: "open base directory",
@@ -256,8 +275,11 @@ impl Patcher {
             }
         })?;
         beneath.set_durable(self.config.durable);
-        // One walk for the guarded links of the tree per patch.
-        beneath.set_link_judging(LinkJudging::UntilRefreshed);
+        // One walk for the guarded links of the tree per patch, or none.
+        match links {
+            Some(links) => beneath.use_guarded_links(links),
+            None => beneath.set_link_judging(LinkJudging::UntilRefreshed),
+        }
         let ctx = plan::Context {
             policy: &self.policy,
             beneath: &beneath,

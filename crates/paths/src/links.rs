@@ -256,11 +256,10 @@ mod walk {
     //! Walking a root by handle for its links.
 
     use std::ffi::OsStr;
-    use std::os::fd::OwnedFd;
     use std::os::unix::ffi::OsStrExt;
     use std::path::{Path, PathBuf};
 
-    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
 
     const DIRECTORY: OFlags = OFlags::RDONLY
         .union(OFlags::DIRECTORY)
@@ -272,62 +271,76 @@ mod walk {
     /// (directories that cannot be opened are skipped: nothing in them can
     /// be written by handles either).
     pub(super) fn links(root: &Path, found: &mut dyn FnMut(PathBuf, PathBuf)) {
-        let Ok(dir) = rustix::fs::open(root, DIRECTORY, Mode::empty()) else {
+        let Some(mut dir) = rustix::fs::open(root, DIRECTORY, Mode::empty())
+            .ok()
+            .and_then(|fd| Dir::new(fd).ok())
+        else {
             return;
         };
         // One descriptor per depth: each directory's subdirectories wait
         // by name until it is their turn.
-        let mut frames: Vec<(OwnedFd, PathBuf, Vec<PathBuf>)> = Vec::new();
-        let subdirs = list(&dir, root, found);
-        frames.push((dir, root.to_path_buf(), subdirs));
+        let subdirs = list(&mut dir, root, found);
+        let mut frames: Vec<(Dir, PathBuf, Vec<PathBuf>)> =
+            vec![(dir, root.to_path_buf(), subdirs)];
         while let Some((dir, location, pending)) = frames.last_mut() {
             let Some(name) = pending.pop() else {
                 frames.pop();
                 continue;
             };
-            let Ok(child) = rustix::fs::openat(&*dir, &name, DIRECTORY, Mode::empty()) else {
+            let Some(mut child) = dir
+                .fd()
+                .and_then(|fd| rustix::fs::openat(fd, &name, DIRECTORY, Mode::empty()))
+                .ok()
+                .and_then(|fd| Dir::new(fd).ok())
+            else {
                 continue;
             };
             let location = location.join(&name);
-            let subdirs = list(&child, &location, found);
+            let subdirs = list(&mut child, &location, found);
             frames.push((child, location, subdirs));
         }
     }
 
-    /// Reports the links of one directory; returns its subdirectories.
+    /// Reports the links of one directory (read by the handle it owns,
+    /// which then opens its subdirectories); returns its subdirectories.
     fn list(
-        dir: &OwnedFd,
+        dir: &mut Dir,
         location: &Path,
         found: &mut dyn FnMut(PathBuf, PathBuf),
     ) -> Vec<PathBuf> {
         let mut subdirs = Vec::new();
-        let Ok(read) = rustix::fs::Dir::read_from(dir) else {
-            return subdirs;
-        };
-        for entry in read.flatten() {
+        let mut links = Vec::new();
+        while let Some(Ok(entry)) = dir.read() {
             let bytes = entry.file_name().to_bytes();
             if bytes == b"." || bytes == b".." {
                 continue;
             }
             let name = PathBuf::from(OsStr::from_bytes(bytes));
-            let kind = match entry.file_type() {
-                FileType::Unknown => {
-                    match rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW) {
-                        Ok(stat) => FileType::from_raw_mode(stat.st_mode),
-                        Err(_) => continue,
-                    }
-                }
-                kind => kind,
-            };
-            match kind {
-                FileType::Symlink => {
-                    if let Ok(target) = rustix::fs::readlinkat(dir, &name, Vec::new()) {
-                        let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
-                        found(location.join(&name), target);
-                    }
-                }
+            match entry.file_type() {
+                FileType::Symlink => links.push(name),
                 FileType::Directory => subdirs.push(name),
+                FileType::Unknown => links.push(name), // told apart below
                 _ => {}
+            }
+        }
+        let Ok(fd) = dir.fd() else {
+            return subdirs;
+        };
+        for name in links {
+            match rustix::fs::readlinkat(fd, &name, Vec::new()) {
+                Ok(target) => {
+                    let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                    found(location.join(&name), target);
+                }
+                // Not a link (a file system that does not say what its
+                // entries are): a directory to walk, or nothing.
+                Err(_) => {
+                    if rustix::fs::statat(fd, &name, AtFlags::SYMLINK_NOFOLLOW)
+                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+                    {
+                        subdirs.push(name);
+                    }
+                }
             }
         }
         subdirs

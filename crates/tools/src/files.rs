@@ -370,8 +370,8 @@ impl FileTools {
                 source: Box::new(source),
                 allowed: allowed.clone(),
             })?;
-        // The tree's guarded links are looked for again at each call (see
-        // `refresh_guarded_links`), not at each write within one.
+        // The tree's guarded links are looked for once and kept until a
+        // command has run (see `refresh_guarded_links`).
         beneath.set_link_judging(LinkJudging::UntilRefreshed);
         Ok(Self {
             base: base.to_path_buf(),
@@ -395,7 +395,10 @@ impl FileTools {
         let mut beneath = policy
             .open_beneath()
             .map_err(|e| self.refused("toolbox", e))?;
-        beneath.set_link_judging(LinkJudging::UntilRefreshed);
+        match self.guarded_links() {
+            Some(links) => beneath.use_guarded_links(links),
+            None => beneath.set_link_judging(LinkJudging::UntilRefreshed),
+        }
         Ok(Self {
             base: self.base.clone(),
             #[cfg(unix)]
@@ -409,11 +412,17 @@ impl FileTools {
     }
 
     /// Forget the tree's guarded links found so far (`.cargo -> cfg`),
-    /// so the next write looks for them again: called at the start of
-    /// every tool call, so a link made since the last one (by a command,
-    /// say) is always seen.
+    /// so the next write looks for them again: called after every command
+    /// the toolbox runs (where there is no view, a command makes links in
+    /// the real tree itself; `move_file` refreshes them as it moves).
     pub(crate) fn refresh_guarded_links(&self) {
         self.beneath.refresh_guarded_links();
+    }
+
+    /// The tree's guarded links as these tools judge writes with them, for
+    /// `apply_patch` to judge with the same.
+    pub(crate) fn guarded_links(&self) -> Option<std::sync::Arc<agentcaps::paths::GuardedLinks>> {
+        self.beneath.guarded_links()
     }
 
     /// The real location `spelling` writes to, when the policy allows it.

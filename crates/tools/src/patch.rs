@@ -124,7 +124,13 @@ impl PatchTool {
         })
     }
 
-    pub(crate) fn apply(&self, input: &inputs::ApplyPatch) -> Result<PatchOutput, ToolError> {
+    /// Applies the patch, judging its writes at the other names `links`
+    /// (the file tools' guarded links) give them.
+    pub(crate) fn apply(
+        &self,
+        input: &inputs::ApplyPatch,
+        links: Option<std::sync::Arc<agentcaps::paths::GuardedLinks>>,
+    ) -> Result<PatchOutput, ToolError> {
         let err = |source| ToolError::Patch {
             tool: TOOL,
             source: Box::new(source),
@@ -136,7 +142,7 @@ impl PatchTool {
         };
         let report = self
             .patcher
-            .apply(&patch, &self.base, options)
+            .apply_with_links(&patch, &self.base, options, links)
             .map_err(err)?;
         serde_json::to_value(&report)
             .and_then(serde_json::from_value)

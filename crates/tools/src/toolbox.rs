@@ -323,6 +323,10 @@ impl Toolbox {
         match definition.id {
             ToolId::ShellCommand => {
                 let input = args(definition, arguments)?;
+                // Where there is no view, the command may make links in
+                // the real tree: once it is over (or the call is dropped),
+                // the next write looks for them again.
+                let _refresh = RefreshLinksOnDrop(&self.inner.files);
                 answer(
                     self.inner
                         .shell
@@ -359,7 +363,6 @@ impl Toolbox {
         stop: &Stop,
         asking: &Asking<'_>,
     ) -> Result<ToolOutput, ToolError> {
-        self.inner.files.refresh_guarded_links();
         let run = |approved: Option<(Arc<FileTools>, Protected)>, arguments: Value| {
             let inner = Arc::clone(&self.inner);
             let stop = stop.clone();
@@ -460,7 +463,6 @@ impl Inner {
         stop: &Stop,
     ) -> Result<ToolOutput, ToolError> {
         let d = definition;
-        self.files.refresh_guarded_links();
         match d.id {
             ToolId::ReadFile => answer(self.files.read_file(&args(d, arguments)?)),
             ToolId::ReadManyFiles => answer(self.files.read_many_files(&args(d, arguments)?, stop)),
@@ -475,7 +477,10 @@ impl Inner {
                 &args(d, arguments)?,
                 stop,
             )),
-            ToolId::ApplyPatch => answer(self.patch.apply(&args(d, arguments)?)),
+            ToolId::ApplyPatch => answer(
+                self.patch
+                    .apply(&args(d, arguments)?, self.files.guarded_links()),
+            ),
             ToolId::PolicyInfo => {
                 let _: inputs::PolicyInfo = args(d, arguments)?;
                 answer(Ok(self.policy_info.clone()))
@@ -486,6 +491,15 @@ impl Inner {
                 message: "this tool is asynchronous and is not run on the blocking pool".to_owned(),
             }),
         }
+    }
+}
+
+/// Forgets the file tools' guarded links when dropped (after a command).
+struct RefreshLinksOnDrop<'a>(&'a FileTools);
+
+impl Drop for RefreshLinksOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.refresh_guarded_links();
     }
 }
 

@@ -2,8 +2,9 @@
 //! `.github -> gh`) makes an ordinary name a protected one: `write_file`,
 //! `edit_file`, `create_directory`, `move_file` and `apply_patch` (dry run
 //! included) refuse writing `cfg/config.toml` as they refuse
-//! `.cargo/config.toml`, exactly as a command's write-back does; and a
-//! link made between two calls (by a command, say) is seen by the next.
+//! `.cargo/config.toml`, exactly as a command's write-back does. The links
+//! are looked for at the first write and again after every command (where
+//! there is no view a command makes links in the real tree itself).
 #![cfg(unix)]
 
 use std::os::unix::fs::symlink;
@@ -13,7 +14,8 @@ use agentcaps::Policy;
 use agentcaps_tools::Toolbox;
 use serde_json::{Value, json};
 
-const POLICY: &str = "[files]\nallowed = [\".\"]\n";
+const POLICY: &str =
+    "[files]\nallowed = [\"@\"]\n[shell]\nworking_directory = \"@\"\nallowed_commands = [\"ls\"]\n";
 
 fn project() -> (tempfile::TempDir, PathBuf, Toolbox) {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -27,7 +29,7 @@ fn project() -> (tempfile::TempDir, PathBuf, Toolbox) {
     let policy_file = top.join("agentcaps.toml");
     std::fs::write(
         &policy_file,
-        POLICY.replace('.', &project.display().to_string()),
+        POLICY.replace('@', &project.display().to_string()),
     )
     .expect("policy");
     let policy = Policy::load(&policy_file).expect("policy loads");
@@ -90,8 +92,8 @@ async fn refused_and_unchanged(tools: &Toolbox, project: &Path, link: &str) {
 
 #[tokio::test]
 async fn every_file_tool_refuses_a_name_a_host_link_makes_cargos_config() {
-    let (_tmp, project, tools) = project();
-    // Without the link, each write is ordinary (the fixture is fair).
+    // Without the link, the write is ordinary (the fixture is fair).
+    let (_tmp, _, tools) = project();
     let dry = tools
         .call(
             "apply_patch",
@@ -99,6 +101,7 @@ async fn every_file_tool_refuses_a_name_a_host_link_makes_cargos_config() {
         )
         .await;
     assert!(dry.is_ok(), "{dry:?}");
+    let (_tmp, project, tools) = project();
     symlink("cfg", project.join(".cargo")).expect("link");
     refused_and_unchanged(&tools, &project, ".cargo").await;
     // The link's other names stay ordinary.
@@ -132,7 +135,7 @@ async fn a_workflow_written_through_a_github_link_is_refused() {
 }
 
 #[tokio::test]
-async fn a_link_made_between_calls_is_seen_by_the_next_call() {
+async fn a_link_made_by_a_command_is_seen_by_the_next_write() {
     let (_tmp, project, tools) = project();
     tools
         .call(
@@ -141,11 +144,19 @@ async fn a_link_made_between_calls_is_seen_by_the_next_call() {
         )
         .await
         .expect("before the link");
-    // As a command would, outside the file tools.
+    // Made in the real tree, as a command does where there is no view
+    // (in a view its link at a guarded name never lands); the toolbox
+    // looks again once a command has run.
     symlink("cfg", project.join(".cargo")).expect("link");
+    let ls = json!({"command": "ls"});
+    tools
+        .call("shell_command", ls.clone())
+        .await
+        .expect("ls runs");
     refused_and_unchanged(&tools, &project, ".cargo").await;
-    // And when the link goes, the name is ordinary again.
+    // And once the link is gone, the name is ordinary again.
     std::fs::remove_file(project.join(".cargo")).expect("rm");
+    tools.call("shell_command", ls).await.expect("ls runs");
     tools
         .call(
             "write_file",

@@ -473,7 +473,7 @@ impl Beneath {
             }
             Err(failed) => return Err(io("open", &source.location, failed)),
         };
-        let links = self.links();
+        let links = self.guarded_links();
         let mut pending = vec![(top, PathBuf::new())];
         let mut seen = 0usize;
         while let Some((dir, relative)) = pending.pop() {

@@ -266,9 +266,11 @@ impl Beneath {
         })
     }
 
-    /// The guarded links to judge writes with, as [`LinkJudging`] says;
-    /// `None` when the caller judges them.
-    fn links(&self) -> Option<Arc<GuardedLinks>> {
+    /// The guarded links these handles judge writes with, as
+    /// [`LinkJudging`] says (found now unless kept); `None` when the
+    /// caller judges them. Another handle can be given them with
+    /// [`Beneath::use_guarded_links`].
+    pub fn guarded_links(&self) -> Option<Arc<GuardedLinks>> {
         match self.link_judging {
             LinkJudging::ByCaller => None,
             LinkJudging::EachWrite => Some(Arc::new(self.policy.guarded_links())),
@@ -293,7 +295,7 @@ impl Beneath {
     ///
     /// [`PathError::ThroughLink`]; nothing with [`LinkJudging::ByCaller`].
     pub fn judge_guarded_links(&self, spelling: &str, location: &Path) -> Result<(), PathError> {
-        match self.links() {
+        match self.guarded_links() {
             Some(links) => links.judge_write(&self.policy, spelling, location),
             None => Ok(()),
         }
@@ -304,6 +306,17 @@ impl Beneath {
     pub fn set_link_judging(&mut self, judging: LinkJudging) {
         self.link_judging = judging;
         self.refresh_guarded_links();
+    }
+
+    /// Judge writes with `links` (found by another handle on the same
+    /// roots, say) until [`Beneath::refresh_guarded_links`]: the mode
+    /// becomes [`LinkJudging::UntilRefreshed`].
+    pub fn use_guarded_links(&mut self, links: Arc<GuardedLinks>) {
+        self.link_judging = LinkJudging::UntilRefreshed;
+        *self
+            .guarded_links
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(links);
     }
 
     /// Forget the guarded links found so far: with
