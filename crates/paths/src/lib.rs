@@ -47,6 +47,9 @@
 //!   (`.cargo -> cfg`), which make ordinary names protected ones; every
 //!   write through [`Beneath`] is judged at those other names too.
 //! - [`check_portable_name`]: the rules for names being created.
+//! - [`long_path`]: looking up paths longer than the kernel takes in one
+//!   call, in pieces, as one lookup would (checks and [`Beneath`] use it;
+//!   so can a host reading a tree as deep as a program made it).
 //! - [`danger`]: loosenings (the safe defaults turned off), each listed by
 //!   [`PathPolicy::loosenings`] for a host to show.
 //!
@@ -68,6 +71,7 @@ mod fs;
 mod glob;
 mod links;
 mod location;
+pub mod long_path;
 mod policy;
 mod real_fs;
 mod resolve;

@@ -71,11 +71,17 @@ impl FileSystem for RealFs {
             Ok(stat) => Ok(Some(kind_of(FileType::from_raw_mode(stat.st_mode)))),
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(None),
             Err(rustix::io::Errno::NAMETOOLONG) if name_cannot_exist(path) => Ok(None),
+            Err(rustix::io::Errno::NAMETOOLONG) if crate::long_path::is_long(path) => {
+                long_entry(path)
+            }
             Err(e) => Err(e.into()),
         }
     }
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
+        if crate::long_path::is_long(path) {
+            return crate::long_path::read_link(path);
+        }
         let target = rustix::fs::readlinkat(CWD, path, Vec::new())?;
         Ok(PathBuf::from(os_string(target.into_bytes())))
     }
@@ -91,8 +97,35 @@ impl FileSystem for RealFs {
             Err(rustix::io::Errno::INVAL) => Ok(Probe::Present),
             Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => Ok(Probe::Missing),
             Err(rustix::io::Errno::NAMETOOLONG) if name_cannot_exist(path) => Ok(Probe::Missing),
+            Err(rustix::io::Errno::NAMETOOLONG) if crate::long_path::is_long(path) => {
+                match long_entry(path)? {
+                    None => Ok(Probe::Missing),
+                    Some(EntryKind::Symlink) => self.read_link(path).map(Probe::Link),
+                    Some(_) => Ok(Probe::Present),
+                }
+            }
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+/// [`RealFs::entry`] of a path longer than one call takes: looked up in
+/// pieces (Linux; elsewhere an error, as before).
+#[cfg(unix)]
+fn long_entry(path: &Path) -> io::Result<Option<EntryKind>> {
+    #[cfg(target_os = "linux")]
+    {
+        match crate::long_path::stat_nofollow(path) {
+            Ok(stat) => Ok(Some(kind_of(FileType::from_raw_mode(stat.st_mode)))),
+            Err(e) if matches!(e.raw_os_error(), Some(code) if code == rustix::io::Errno::NOENT.raw_os_error() || code == rustix::io::Errno::NOTDIR.raw_os_error()) => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(rustix::io::Errno::NAMETOOLONG.into())
     }
 }
 

@@ -338,7 +338,7 @@ impl Beneath {
                 temp
             }
             Err(_) => {
-                let bytes = std::fs::read(source)
+                let bytes = crate::long_path::read(source)
                     .map_err(|e| io("read", source, sys::Failed::new(Why::Other, e)))?;
                 self.write_temp(&temp_dir, mode & 0o777, &bytes, &target.location)?
             }

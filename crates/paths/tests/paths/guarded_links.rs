@@ -310,18 +310,7 @@ fn a_link_loop_or_a_deep_tree_neither_hangs_nor_misses() {
         deep.push(&name);
     }
     // Made relative to each directory, as one path would be too long.
-    let mut at = std::fs::File::open(&tree.root).unwrap();
-    for _ in 0..25 {
-        rustix::fs::mkdirat(&at, name.as_str(), rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
-        let next = rustix::fs::openat(
-            &at,
-            name.as_str(),
-            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
-            rustix::fs::Mode::empty(),
-        )
-        .unwrap();
-        at = std::fs::File::from(next);
-    }
+    let at = crate::mkdir_chain(&tree.root, &name, 25);
     rustix::fs::symlinkat(tree.root.join("cfg").as_path(), &at, ".cargo").unwrap();
     let links = tree.policy().guarded_links();
     let found = links.aliases_of(&tree.at("cfg/config.toml"));

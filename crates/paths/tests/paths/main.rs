@@ -26,6 +26,8 @@ mod commit_dir;
 mod component_walk;
 #[cfg(unix)]
 mod corpus;
+#[cfg(target_os = "linux")]
+mod deep;
 #[cfg(unix)]
 mod guarded_links;
 #[cfg(unix)]
@@ -43,3 +45,23 @@ fn symlink(
 }
 #[cfg(unix)]
 use std::os::unix::fs::symlink;
+
+/// Makes `depth` directories named `name` below `top`, each relative to
+/// the last (a path to the bottom may be longer than one call takes);
+/// returns the bottom one, open.
+#[cfg(unix)]
+fn mkdir_chain(top: &std::path::Path, name: &str, depth: usize) -> std::fs::File {
+    let mut at = std::fs::File::open(top).unwrap();
+    for _ in 0..depth {
+        rustix::fs::mkdirat(&at, name, rustix::fs::Mode::from_raw_mode(0o755)).unwrap();
+        let next = rustix::fs::openat(
+            &at,
+            name,
+            rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::RDONLY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        at = std::fs::File::from(next);
+    }
+    at
+}

@@ -15,6 +15,8 @@
 use std::io::Read;
 use std::path::{Component, Path};
 
+use agentcaps_paths::long_path;
+
 /// Where a path lies with respect to git directories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GitPlace {
@@ -144,7 +146,7 @@ pub(crate) type ConfigRefusal = (String, String);
 pub(crate) fn judge_config(new: &Path, old: Option<&Path>) -> Result<(), ConfigRefusal> {
     let read = |path: &Path| -> Result<String, ConfigRefusal> {
         let mut text = String::new();
-        std::fs::File::open(path)
+        long_path::open(path)
             .and_then(|file| file.take(MAX_CONFIG + 1).read_to_string(&mut text))
             .map_err(|e| {
                 (

@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use agentcaps_paths::{Access, PathPolicy};
+use agentcaps_paths::{Access, PathPolicy, long_path};
 use gix_hash::ObjectId;
 use gix_object::ObjectRef;
 
@@ -338,7 +338,7 @@ impl History<'_> {
     }
 
     fn judge_ref(&self, name: &str, staged: &Path) -> Verdict {
-        let text = std::fs::read_to_string(staged).map_err(|e| unreadable("the ref", e))?;
+        let text = long_path::read_to_string(staged).map_err(|e| unreadable("the ref", e))?;
         match self.ref_value(text.trim(), 0)? {
             Some(tip) => self.judge_tip(name, tip),
             None => Ok(()),
@@ -346,8 +346,8 @@ impl History<'_> {
     }
 
     fn judge_packed_refs(&self, staged: &Path) -> Verdict {
-        let new = std::fs::read_to_string(staged).map_err(|e| unreadable("packed-refs", e))?;
-        let old = std::fs::read_to_string(self.root.join(&self.dir.rel).join("packed-refs"))
+        let new = long_path::read_to_string(staged).map_err(|e| unreadable("packed-refs", e))?;
+        let old = long_path::read_to_string(&self.root.join(&self.dir.rel).join("packed-refs"))
             .unwrap_or_default();
         let old = packed(&old);
         for (name, id) in packed(&new) {
@@ -377,12 +377,12 @@ impl History<'_> {
             _ => None,
         });
         let file = written.unwrap_or_else(|| self.root.join(&self.dir.rel).join(target));
-        match std::fs::read_to_string(&file) {
+        match long_path::read_to_string(&file) {
             Ok(text) => self.ref_value(text.trim(), depth + 1),
             Err(_) => {
                 // Packed, or not there yet (a new branch with no commit).
                 let packed_refs =
-                    std::fs::read_to_string(self.root.join(&self.dir.rel).join("packed-refs"))
+                    long_path::read_to_string(&self.root.join(&self.dir.rel).join("packed-refs"))
                         .unwrap_or_default();
                 Ok(packed(&packed_refs).get(target).copied())
             }
@@ -551,7 +551,7 @@ impl History<'_> {
 /// An index file's entries by path: object and mode (every stage).
 fn read_index(path: &Path) -> Result<IndexEntries, String> {
     // Read whole (never mapped: a file changed while mapped would fault).
-    let data = std::fs::read(path).map_err(|e| e.to_string())?;
+    let data = long_path::read(path).map_err(|e| e.to_string())?;
     let (state, _) = gix_index::State::from_bytes(
         &data,
         filetime::FileTime::from_unix_time(0, 0),

@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use agentcaps_paths::{
-    Access, COMMIT_DIR_PREFIX, GuardedLinks, PathError, PathPolicy, check_portable_name,
+    Access, COMMIT_DIR_PREFIX, GuardedLinks, PathError, PathPolicy, check_portable_name, long_path,
 };
 
 use super::changes::{ChangeAction, RefusedChange, Rule};
@@ -554,7 +554,7 @@ fn renames(root: &Path, entries: &[Entry]) -> Vec<(PathBuf, PathBuf)> {
     for entry in entries {
         if entry.upper == Upper::Deleted
             && matches!(entry.lower, Lower::File { .. })
-            && let Some(k) = std::fs::symlink_metadata(root.join(&entry.rel))
+            && let Some(k) = long_path::symlink_metadata(&root.join(&entry.rel))
                 .ok()
                 .as_ref()
                 .and_then(key)
@@ -573,7 +573,7 @@ fn renames(root: &Path, entries: &[Entry]) -> Vec<(PathBuf, PathBuf)> {
         if entry.lower != Lower::Absent {
             continue;
         }
-        let Some(candidates) = std::fs::symlink_metadata(&entry.staged)
+        let Some(candidates) = long_path::symlink_metadata(&entry.staged)
             .ok()
             .as_ref()
             .and_then(key)
@@ -595,7 +595,7 @@ fn renames(root: &Path, entries: &[Entry]) -> Vec<(PathBuf, PathBuf)> {
 /// Whether two files hold the same bytes (read in chunks).
 fn same_bytes(a: &Path, b: &Path) -> bool {
     use std::io::Read;
-    let (Ok(mut a), Ok(mut b)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+    let (Ok(mut a), Ok(mut b)) = (long_path::open(a), long_path::open(b)) else {
         return false;
     };
     let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
@@ -872,11 +872,11 @@ fn judge_tree_removal(
     how: &Judging<'_>,
 ) -> Result<(), Refusal> {
     judge_write(policy, root, rel, how)?;
-    let Ok(read) = std::fs::read_dir(root.join(rel)) else {
+    let Ok(read) = long_path::read_dir_names(&root.join(rel)) else {
         return Ok(());
     };
-    for entry in read.flatten() {
-        let child = rel.join(entry.file_name());
+    for name in read {
+        let child = rel.join(name);
         if matches!(lower_at(&root.join(&child)), Lower::Dir { .. }) {
             judge_tree_removal(policy, root, &child, how)?;
         } else {
@@ -891,7 +891,7 @@ fn judge_tree_removal(
 /// size). Modification times do not count: a file only opened for writing
 /// or touched holds the same bytes, and is no change.
 fn same_content(staged: &Path, real: &Path, len: u64) -> bool {
-    match std::fs::metadata(staged) {
+    match long_path::metadata(staged) {
         Ok(meta) if meta.len() == len => same_bytes(staged, real),
         _ => false,
     }

@@ -52,6 +52,10 @@
 //!   is refused. New directories get the command's mode (`& 0o777`) once
 //!   everything beneath them is in place.
 //!
+//! Every path of the staging layer and the real tree is read through
+//! [`agentcaps_paths::long_path`], so a change beneath a path longer than
+//! `PATH_MAX` is scanned, judged and committed like any other.
+//!
 //! Each root is locked (`flock` on its directory) from the scan to the end
 //! of the commit, so two runs' write-backs into one root take turns, and
 //! the later one sees the earlier one's commit as a conflict.

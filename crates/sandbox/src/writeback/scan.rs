@@ -12,6 +12,9 @@ use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+#[cfg(unix)]
+use agentcaps_paths::long_path;
+
 /// What is in the staging layer at one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(
@@ -189,7 +192,7 @@ impl Walker<'_> {
         if above == Seen::Nothing {
             return (Lower::Absent, false);
         }
-        match std::fs::symlink_metadata(self.root.join(rel)) {
+        match long_path::symlink_metadata(&self.root.join(rel)) {
             Err(_) => (Lower::Absent, false),
             Ok(meta) => (lower_of(&meta), changed_after(&meta, self.built)),
         }
@@ -197,9 +200,7 @@ impl Walker<'_> {
 
     fn walk(&mut self, rel: &Path, here: Seen) -> io::Result<()> {
         let dir = self.upper.join(rel);
-        let mut names: Vec<_> = std::fs::read_dir(&dir)?
-            .map(|entry| entry.map(|e| e.file_name()))
-            .collect::<io::Result<_>>()?;
+        let mut names = long_path::read_dir_names(&dir)?;
         names.sort();
         if here == Seen::Hidden {
             self.hidden(rel, &names)?;
@@ -207,7 +208,7 @@ impl Walker<'_> {
         for name in names {
             let rel = rel.join(&name);
             let staged = self.upper.join(&rel);
-            let meta = std::fs::symlink_metadata(&staged)?;
+            let meta = long_path::symlink_metadata(&staged)?;
             let kind = meta.file_type();
             let upper_kind = if kind.is_file() {
                 Upper::File {
@@ -221,7 +222,7 @@ impl Walker<'_> {
                     opaque: is_opaque(&staged),
                 }
             } else if kind.is_symlink() {
-                Upper::Symlink(std::fs::read_link(&staged)?)
+                Upper::Symlink(long_path::read_link(&staged)?)
             } else if kind.is_char_device() && meta.rdev() == 0 {
                 Upper::Deleted
             } else {
@@ -264,10 +265,9 @@ impl Walker<'_> {
     /// command did not see, that the staging layer does not hold (`names`):
     /// each is deleted.
     fn hidden(&mut self, rel: &Path, names: &[std::ffi::OsString]) -> io::Result<()> {
-        let Ok(read) = std::fs::read_dir(self.root.join(rel)) else {
+        let Ok(mut lower) = long_path::read_dir_names(&self.root.join(rel)) else {
             return Ok(());
         };
-        let mut lower: Vec<_> = read.filter_map(|e| e.ok().map(|e| e.file_name())).collect();
         lower.sort();
         for name in lower {
             if names.binary_search(&name).is_ok() {
@@ -292,12 +292,12 @@ impl Walker<'_> {
     /// Whether anything beneath the real directory `rel` changed since the
     /// view was built.
     fn changed_beneath(&self, rel: &Path) -> bool {
-        let Ok(read) = std::fs::read_dir(self.root.join(rel)) else {
+        let Ok(names) = long_path::read_dir_names(&self.root.join(rel)) else {
             return false;
         };
-        read.flatten().any(|entry| {
-            let child = rel.join(entry.file_name());
-            match std::fs::symlink_metadata(self.root.join(&child)) {
+        names.into_iter().any(|name| {
+            let child = rel.join(name);
+            match long_path::symlink_metadata(&self.root.join(&child)) {
                 Err(_) => false,
                 Ok(meta) => {
                     changed_after(&meta, self.built)
@@ -316,7 +316,12 @@ fn is_opaque(dir: &Path) -> bool {
 #[cfg(unix)]
 fn xattr_value(path: &Path, name: &str) -> Option<Vec<u8>> {
     let mut buffer = [0u8; 8];
-    let len = rustix::fs::lgetxattr(path, name, &mut buffer).ok()?;
+    let len = if long_path::is_long(path) {
+        let dir = long_path::open_dir_nofollow(path).ok()?;
+        rustix::fs::fgetxattr(&dir, name, &mut buffer).ok()?
+    } else {
+        rustix::fs::lgetxattr(path, name, &mut buffer).ok()?
+    };
     buffer.get(..len).map(<[u8]>::to_vec)
 }
 
@@ -345,7 +350,7 @@ pub(crate) fn lower_at(path: &Path) -> Lower {
 /// What the real tree holds at `path` (never following a final link).
 #[cfg(unix)]
 pub(crate) fn lower_at(path: &Path) -> Lower {
-    std::fs::symlink_metadata(path).map_or(Lower::Absent, |meta| lower_of(&meta))
+    long_path::symlink_metadata(path).map_or(Lower::Absent, |meta| lower_of(&meta))
 }
 
 /// What a real entry of this `lstat` is.

@@ -645,3 +645,79 @@ fn a_command_cannot_make_a_directory_named_like_the_write_backs_own() {
     }
     assert_eq!(project.read("kept.txt").as_deref(), Some("y\n"));
 }
+
+/// A tree made one directory at a time below `top` (relative to the
+/// project): 25 names of 200 bytes, 5 025 bytes in all, beyond `PATH_MAX`.
+const DEEP_PY: &str = r#"import os
+def deep(top, leaf, text):
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(25):
+        try:
+            os.mkdir('d' * 200, dir_fd=fd)
+        except FileExistsError:
+            pass
+        nfd = os.open('d' * 200, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    f = os.open(leaf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600, dir_fd=fd)
+    os.write(f, text)
+    os.close(f)
+    os.close(fd)
+"#;
+
+/// The deep leaf `name` below `top` in the real tree, read by handle.
+fn read_deep(project: &Project, top: &str, name: &str) -> Option<Vec<u8>> {
+    let mut path = project.root.join(top);
+    for _ in 0..25 {
+        path.push("d".repeat(200));
+    }
+    agentcaps_paths::long_path::read(&path.join(name)).ok()
+}
+
+#[test]
+fn changes_beyond_path_max_land_and_are_judged_like_any_other() {
+    let project = Project::new();
+    std::fs::create_dir_all(project.root.join("old")).expect("old");
+    // The host's own deep tree, which the command removes whole.
+    let host = std::process::Command::new("python3")
+        .current_dir(&project.root)
+        .args([
+            "-c",
+            &format!("{DEEP_PY}deep('old', 'gone.txt', b'old\\n')"),
+        ])
+        .status()
+        .expect("python3");
+    assert!(host.success());
+    assert_eq!(
+        read_deep(&project, "old", "gone.txt").as_deref(),
+        Some(&b"old\n"[..])
+    );
+    let result = project.python(
+        &format!(
+            "{DEEP_PY}import shutil\n\
+             os.mkdir('new')\n\
+             deep('new', 'leaf.txt', b'deep\\n')\n\
+             deep('new', '.env', b'SECRET=1\\n')\n\
+             open('ordinary.txt', 'w').write('ok\\n')\n\
+             shutil.rmtree('old')\n"
+        ),
+        &[],
+    );
+    let changes = result.changes.as_ref().expect("changes");
+    // The deep file landed; only the blocked name beside it was refused.
+    assert_eq!(
+        read_deep(&project, "new", "leaf.txt").as_deref(),
+        Some(&b"deep\n"[..])
+    );
+    assert_eq!(read_deep(&project, "new", ".env"), None, "{changes:#?}");
+    assert_eq!(changes.refused.len(), 1, "{changes:#?}");
+    assert!(changes.refused[0].path.ends_with("/.env"), "{changes:#?}");
+    assert_eq!(changes.refused[0].rule, "blocked");
+    assert_eq!(project.read("ordinary.txt").as_deref(), Some("ok\n"));
+    // The removed deep tree is gone to the bottom.
+    assert!(
+        std::fs::symlink_metadata(project.root.join("old")).is_err(),
+        "{changes:#?}"
+    );
+    assert!(applied(&result, "ordinary.txt"), "{changes:#?}");
+}

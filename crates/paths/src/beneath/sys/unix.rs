@@ -110,8 +110,9 @@ fn open_beneath(root: &Dir, relative: &Path, flags: OFlags, walk: bool) -> Resul
     };
     match rustix::fs::openat2(&root.0, path, flags, Mode::empty(), BENEATH) {
         Ok(fd) => Ok(fd),
-        // No openat2 here (old kernel, a seccomp filter).
-        Err(Errno::NOSYS) => walk_open(root, relative, flags),
+        // No openat2 here (old kernel, a seccomp filter), or a path longer
+        // than one call takes: the walk opens one name at a time.
+        Err(Errno::NOSYS | Errno::NAMETOOLONG) => walk_open(root, relative, flags),
         // RESOLVE_BENEATH refused an escape.
         Err(Errno::XDEV) => Err(Failed::new(Why::Link, Errno::XDEV.into())),
         Err(errno) => Err(failed(errno)),
