@@ -9,9 +9,10 @@
 //! in that root removes every such directory that is ours by its name and
 //! owner and that no living process holds locked.
 //!
-//! A target on another file system than its root's (a mount beneath the
-//! root) keeps its temporary names beside it, as without this mode, since
-//! a rename cannot cross file systems.
+//! A target on another mount than its root's (a file system mounted
+//! beneath the root, or a bind mount: a rename cannot cross either) gets
+//! its own hidden directory at the top of that mount, made, locked and
+//! cleaned the same way.
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -30,17 +31,25 @@ pub const COMMIT_DIR_PREFIX: &str = ".agentcaps-commit-";
 pub(super) struct CommitDirs {
     /// This run's directory name.
     name: OsString,
-    /// By root index: the root's device and handle, and the hidden
-    /// directory in it; `None` once one could not be made there.
-    made: Mutex<HashMap<usize, Option<Made>>>,
+    /// By root index and mount (see `sys::mount_of`): the directory at
+    /// the top of that mount beneath the root (the root itself for the
+    /// root's own mount) and the hidden directory in it; `None` once one
+    /// could not be made there.
+    made: Mutex<HashMap<(usize, Mount), Option<Made>>>,
 }
+
+/// A mount, as `sys::mount_of` tells it.
+type Mount = (u64, u64);
 
 #[derive(Debug)]
 struct Made {
-    device: u64,
     root: Dir,
     dir: Dir,
 }
+
+/// A mount's top is looked for at most this many directories up.
+#[cfg(unix)]
+const MAX_CLIMB: usize = 4096;
 
 impl CommitDirs {
     pub(super) fn new() -> Self {
@@ -53,20 +62,21 @@ impl CommitDirs {
         }
     }
 
-    /// The hidden directory of root `root` (handle `root_dir`) for a
-    /// temporary file whose target is in `dir`; `None` where it cannot
-    /// serve (another file system, or it could not be made).
+    /// The hidden directory for a temporary file whose target is in `dir`
+    /// below root `root` (handle `root_dir`): the root's, or where `dir` is
+    /// on another mount, that mount's; `None` where none could be made.
     fn for_dir(&self, root: usize, root_dir: &Dir, dir: &Dir) -> Option<Dir> {
+        let key = sys::mount_of(dir)?;
         let mut made = self.made.lock().ok()?;
-        let entry = made
-            .entry(root)
-            .or_insert_with(|| make(root_dir, &self.name));
-        let made = entry.as_ref()?;
-        let device = sys::stat_dir(dir).ok()?.id.0;
-        if device != made.device {
-            return None;
-        }
-        sys::share(&made.dir).ok()
+        let entry = made.entry((root, key)).or_insert_with(|| {
+            let top = if sys::mount_of(root_dir)? == key {
+                sys::share(root_dir).ok()?
+            } else {
+                mount_top(dir, key)?
+            };
+            make(&top, &self.name)
+        });
+        sys::share(&entry.as_ref()?.dir).ok()
     }
 }
 
@@ -84,8 +94,30 @@ impl Drop for CommitDirs {
     }
 }
 
-/// Makes the hidden directory `name` in the root, after removing the
-/// left-overs of dead runs there.
+/// The top directory of the mount `key` that `dir` is on: the last one
+/// on that mount climbing by `..` (a target beneath a root is on a mount
+/// whose top is beneath the root, or on the root's own).
+#[cfg(unix)]
+fn mount_top(dir: &Dir, key: Mount) -> Option<Dir> {
+    let mut top = sys::share(dir).ok()?;
+    for _ in 0..MAX_CLIMB {
+        let parent = sys::parent_of(&top).ok()?;
+        let same_dir = sys::stat_dir(&parent).ok()?.id == sys::stat_dir(&top).ok()?.id;
+        if same_dir || sys::mount_of(&parent)? != key {
+            return Some(top);
+        }
+        top = parent;
+    }
+    None
+}
+
+#[cfg(not(unix))]
+fn mount_top(_dir: &Dir, _key: Mount) -> Option<Dir> {
+    None
+}
+
+/// Makes the hidden directory `name` in `root` (a root, or the top of a
+/// mount beneath one), after removing the left-overs of dead runs there.
 #[cfg(unix)]
 fn make(root: &Dir, name: &OsStr) -> Option<Made> {
     remove_left_overs(root, name);
@@ -98,7 +130,6 @@ fn make(root: &Dir, name: &OsStr) -> Option<Made> {
         }
     };
     Some(Made {
-        device: sys::stat_dir(root).ok()?.id.0,
         root: sys::share(root).ok()?,
         dir,
     })
@@ -146,6 +177,21 @@ impl Beneath {
     /// writes (those of this user that no living process holds locked).
     pub fn stage_in_commit_dir(&mut self, on: bool) {
         self.commit_dirs = on.then(CommitDirs::new);
+    }
+
+    /// Remove the hidden directories dead runs left at the roots (this
+    /// user's, held locked by no living process), as the first
+    /// transaction in [`Beneath::stage_in_commit_dir`]'s mode does: for a
+    /// host that wants them gone also when it has nothing to commit.
+    /// Left-overs at the top of a mount beneath a root go with the next
+    /// transaction that writes on that mount.
+    pub fn remove_commit_left_overs(&self) {
+        #[cfg(unix)]
+        for (_, dir) in &self.roots {
+            if let Some(dir) = dir {
+                remove_left_overs(dir, OsStr::new(""));
+            }
+        }
     }
 
     /// Where the temporary files for a target in `dir` (below root

@@ -133,3 +133,89 @@ fn only_left_overs_that_are_ours_by_name_and_owner_and_unlocked_are_removed() {
     drop(files);
     assert!(!live.exists(), "a run that ended leaves nothing for long");
 }
+
+/// Where [`targets_on_other_mounts_stage_in_that_mounts_own_hidden_directory`]
+/// runs again, inside its own mount namespace, with mounts beneath it.
+const MOUNTED_ROOT: &str = "AGENTCAPS_TEST_MOUNTED_ROOT";
+
+/// A file system mounted beneath the root (a tmpfs at `mnt`) and a bind
+/// mount (`bnd`, of `src` in the root: one device, another mount): a
+/// rename cannot cross into either, so each gets its own hidden directory
+/// at its top, and nothing temporary is ever beside a target there.
+#[cfg(target_os = "linux")]
+#[test]
+fn targets_on_other_mounts_stage_in_that_mounts_own_hidden_directory() {
+    if let Ok(root) = std::env::var(MOUNTED_ROOT) {
+        on_mounts(Path::new(&root));
+        return;
+    }
+    let (_tmp, root, _) = root();
+    for dir in ["mnt", "bnd", "src"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    let exe = std::env::current_exe().unwrap();
+    // A new user and mount namespace: the mounts are this test's alone.
+    let status = std::process::Command::new("unshare")
+        .args(["-Urm", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs none \"$0/mnt\" && mount --bind \"$0/src\" \"$0/bnd\" && \
+             mkdir \"$0/mnt/sub\" \"$0/mnt/.agentcaps-commit-999999-0\" && \
+             exec \"$1\" --exact commit_dir::targets_on_other_mounts_stage_in_that_mounts_own_hidden_directory --nocapture",
+        )
+        .arg(&root)
+        .arg(&exe)
+        .env(MOUNTED_ROOT, &root)
+        .status()
+        .expect("unshare runs");
+    assert!(
+        status.success(),
+        "the test inside the mount namespace failed"
+    );
+}
+
+#[cfg(target_os = "linux")]
+fn on_mounts(root: &Path) {
+    let files = beneath(root);
+    let targets = ["mnt/sub/new.txt", "bnd/new.txt", "sub/new.txt"];
+    let staged: Vec<_> = targets
+        .iter()
+        .map(|t| files.stage(root, t, b"new").unwrap())
+        .collect();
+    // Staged: each in the hidden directory of its own mount, none beside
+    // its target; the dead run's left-over on the tmpfs is gone.
+    for (dir, top) in [("mnt/sub", "mnt"), ("bnd", "bnd"), ("sub", ".")] {
+        let beside: Vec<_> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n.to_string_lossy().starts_with(".agentcaps"))
+            .collect();
+        let hidden = named(&root.join(top), ".agentcaps-commit-");
+        assert_eq!(hidden.len(), 1, "{top}: {hidden:?}");
+        assert_eq!(
+            std::fs::read_dir(root.join(top).join(&hidden[0]))
+                .unwrap()
+                .count(),
+            1,
+            "{top}: the staged file is in its hidden directory"
+        );
+        if dir != top {
+            assert!(beside.is_empty(), "{dir}: {beside:?}");
+        }
+    }
+    assert!(!root.join("mnt/.agentcaps-commit-999999-0").exists());
+    for file in staged {
+        files.commit_new(file).unwrap();
+    }
+    for target in targets {
+        assert_eq!(
+            std::fs::read(root.join(target)).unwrap(),
+            b"new",
+            "{target}"
+        );
+    }
+    drop(files);
+    for top in ["mnt", "bnd", "."] {
+        assert!(named(&root.join(top), ".agentcaps").is_empty(), "{top}");
+    }
+}

@@ -44,8 +44,8 @@
 //!   `0700`), then each is exchanged with the file it replaces (kept aside
 //!   there), created or moved aside there; any failure puts everything
 //!   back. A process killed mid-commit leaves each file old or new and its
-//!   temporary files only in that directory, which the next commit into
-//!   the root removes. An entry whose own name is not UTF-8 is deleted by
+//!   temporary files only in that directory, which the next run into the
+//!   root removes (whether it commits anything or not). An entry whose own name is not UTF-8 is deleted by
 //!   its directory's handle. Names the
 //!   command hard-linked among its own new files land as hard links of one
 //!   file (compilers make them); a hard link to a file it did not create
@@ -153,6 +153,11 @@ pub(crate) fn write_back(
     // same root waits, then sees this one's commit as a change of the real
     // tree since its view was built (a conflict), never loses it.
     let _locks = lock_roots(layers);
+    // What a commit killed earlier left (its hidden directory) goes now,
+    // whether or not this run commits anything.
+    if let Ok(beneath) = paths.open_beneath() {
+        beneath.remove_commit_left_overs();
+    }
     let mut aliases = None;
     let mut verdicts = Vec::new();
     for &(root, upper) in layers {

@@ -330,6 +330,33 @@ pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
         .map_err(failed)
 }
 
+/// Which mount the directory is on: its device and, on Linux, the
+/// mount's id (two bind mounts of one file system share a device, yet a
+/// rename from one to the other fails). `None` when it cannot be read.
+pub(crate) fn mount_of(dir: &Dir) -> Option<(u64, u64)> {
+    let device = stat_dir(dir).ok()?.id.0;
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::StatxFlags;
+        let st = rustix::fs::statx(&dir.0, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?;
+        let id = if st.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+            st.stx_mnt_id
+        } else {
+            0
+        };
+        Some((device, id))
+    }
+    #[cfg(not(target_os = "linux"))]
+    Some((device, 0))
+}
+
+/// The directory above `dir` (its `..`).
+pub(crate) fn parent_of(dir: &Dir) -> Result<Dir, Failed> {
+    rustix::fs::openat(&dir.0, "..", DIRECTORY, Mode::empty())
+        .map(Dir::new)
+        .map_err(failed)
+}
+
 /// Flushes the directory's entries to the disk.
 pub(crate) fn sync_dir(dir: &Dir) -> io::Result<()> {
     Ok(rustix::fs::fsync(&dir.0)?)

@@ -324,6 +324,16 @@ pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> Result<PathBuf, Failed> {
 }
 
 /// What the directory itself is.
+/// Which mount the directory is on: one for all (hidden directories are
+/// not made on Windows).
+#[expect(
+    clippy::unnecessary_wraps,
+    reason = "the same signature as on Unix, where it can fail"
+)]
+pub(crate) fn mount_of(_dir: &Dir) -> Option<(u64, u64)> {
+    Some((0, 0))
+}
+
 pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
     dir.handle
         .metadata()
