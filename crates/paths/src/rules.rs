@@ -5,11 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use regex_automata::nfa::thompson::WhichCaptures;
-use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind, PatternSet, meta};
 
 use crate::defaults::{DOTENV, DOTENV_TEMPLATES};
-use crate::glob::{glob_regex, is_glob, path_regex};
+use crate::glob::{Pattern, glob_regex, is_glob};
 use crate::location::Location;
 use crate::spelling::windows_alias_of;
 use crate::{Access, PathError, Reading, RootAccess};
@@ -60,7 +59,7 @@ pub(crate) struct Rules {
 /// ([`compile_entries`]).
 #[derive(Debug)]
 struct LazyAutomaton {
-    patterns: Vec<String>,
+    patterns: Vec<Pattern>,
     fold: bool,
     compiled: std::sync::OnceLock<Result<Option<meta::Regex>, String>>,
 }
@@ -70,7 +69,7 @@ struct LazyAutomaton {
 const UNCOMPILED: &str = "the policy's protected entries (their automaton could not be built)";
 
 impl LazyAutomaton {
-    fn new(patterns: Vec<String>, fold: bool) -> Self {
+    fn new(patterns: Vec<Pattern>, fold: bool) -> Self {
         Self {
             patterns,
             fold,
@@ -172,7 +171,8 @@ impl Rules {
         let mut patterns = Vec::new();
         for entry in settings.blocked {
             if is_glob(entry) {
-                patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
+                glob_regex(entry).map_err(|e| invalid(entry, e))?;
+                patterns.push(Pattern::Glob(entry.clone()));
             } else {
                 let lexical = Location::from_absolute(Path::new(entry)).ok_or_else(|| {
                     invalid(
@@ -181,16 +181,17 @@ impl Rules {
                     )
                 })?;
                 let real = canonical(Path::new(entry), entry)?;
-                patterns.push(path_regex(real.as_bytes()));
+                patterns.push(Pattern::Path(real.as_bytes().to_vec()));
                 if real != lexical {
                     entries.push((entry.clone(), EntryKind::Blocked));
-                    patterns.push(path_regex(lexical.as_bytes()));
+                    patterns.push(Pattern::Path(lexical.as_bytes().to_vec()));
                 }
             }
             entries.push((entry.clone(), EntryKind::Blocked));
         }
         for entry in settings.write_protected {
-            patterns.push(glob_regex(entry).map_err(|e| invalid(entry, e))?);
+            glob_regex(entry).map_err(|e| invalid(entry, e))?;
+            patterns.push(Pattern::Glob(entry.clone()));
             entries.push((entry.clone(), EntryKind::WriteProtected));
         }
         for file in settings.protected_files {
@@ -198,10 +199,10 @@ impl Rules {
             let lexical = Location::from_absolute(file)
                 .ok_or_else(|| invalid(&entry, "a protected file must be an absolute path"))?;
             let real = canonical(file, &entry)?;
-            patterns.push(path_regex(real.as_bytes()));
+            patterns.push(Pattern::Path(real.as_bytes().to_vec()));
             entries.push((entry.clone(), EntryKind::WriteProtected));
             if real != lexical {
-                patterns.push(path_regex(lexical.as_bytes()));
+                patterns.push(Pattern::Path(lexical.as_bytes().to_vec()));
                 entries.push((entry, EntryKind::WriteProtected));
             }
         }
@@ -209,13 +210,10 @@ impl Rules {
         let mut way_entries = Vec::new();
         for entry in settings.write_protected {
             for way in ways_to(entry) {
-                let regex = glob_regex(&way).map_err(|e| invalid(entry, e))?;
+                glob_regex(&way).map_err(|e| invalid(entry, e))?;
                 // Only the directory itself, not what is beneath it.
-                let exact = regex
-                    .strip_suffix("(?s-u:/.*)?$")
-                    .map_or_else(|| regex.clone(), |r| format!("{r}$"));
-                way_patterns.push(exact);
                 way_entries.push(format!("{way} (on the way to {entry})"));
+                way_patterns.push(Pattern::Exact(way));
             }
         }
         let ways = LazyAutomaton::new(way_patterns, true);
@@ -481,7 +479,7 @@ fn without_ignorable(name: &[u8]) -> Vec<u8> {
 /// policy is built several times per process (validated when loaded,
 /// then for the shell and for the files), always from the same entries;
 /// compiling them once is most of what a load costs.
-type Compiled = Vec<((Vec<String>, bool), meta::Regex)>;
+type Compiled = Vec<((Vec<Pattern>, bool), meta::Regex)>;
 static COMPILED: std::sync::Mutex<Compiled> = std::sync::Mutex::new(Vec::new());
 
 /// At most this many automata are kept (a process builds a handful of
@@ -491,7 +489,7 @@ const MAX_COMPILED: usize = 8;
 /// Compile blocked and write-protected patterns into one automaton
 /// (`None` when there are none), folding case or not; the same patterns
 /// compiled before in this process are not compiled again.
-fn compile_entries(patterns: &[String], fold: bool) -> Result<Option<meta::Regex>, PathError> {
+fn compile_entries(patterns: &[Pattern], fold: bool) -> Result<Option<meta::Regex>, PathError> {
     if patterns.is_empty() {
         return Ok(None);
     }
@@ -514,9 +512,15 @@ fn compile_entries(patterns: &[String], fold: bool) -> Result<Option<meta::Regex
     Ok(Some(regex))
 }
 
-fn compile_uncached(patterns: &[String], fold: bool) -> Result<meta::Regex, PathError> {
+/// Compiles `patterns` from their syntax trees (built directly, not
+/// parsed from text: see [`Pattern::hir`]).
+fn compile_uncached(patterns: &[Pattern], fold: bool) -> Result<meta::Regex, PathError> {
+    let hirs = patterns
+        .iter()
+        .map(|pattern| pattern.hir(fold))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid("blocked entries", e))?;
     meta::Regex::builder()
-        .syntax(syntax::Config::new().utf8(false).case_insensitive(fold))
         .configure(
             meta::Regex::config()
                 .match_kind(MatchKind::All)
@@ -526,7 +530,7 @@ fn compile_uncached(patterns: &[String], fold: bool) -> Result<meta::Regex, Path
                 // the time).
                 .which_captures(WhichCaptures::None),
         )
-        .build_many(patterns)
+        .build_many_from_hir(&hirs)
         .map_err(|e| invalid("blocked entries", e.to_string()))
 }
 
@@ -554,7 +558,7 @@ fn is_template(location: &Location) -> bool {
 /// `**/.github` and `**/.github/workflows` for `**/.github/workflows/**`;
 /// none for `**/.gitmodules`. A prefix ending in a wildcard component is
 /// left out (it names no one directory).
-fn ways_to(entry: &str) -> Vec<String> {
+pub(crate) fn ways_to(entry: &str) -> Vec<String> {
     let components: Vec<&str> = entry.split('/').collect();
     let mut ways = Vec::new();
     for end in 1..components.len() {
