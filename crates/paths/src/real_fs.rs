@@ -125,6 +125,7 @@ fn long_entry(path: &Path) -> io::Result<Option<EntryKind>> {
     }
     #[cfg(not(target_os = "linux"))]
     {
+        let _ = path;
         Err(rustix::io::Errno::NAMETOOLONG.into())
     }
 }

@@ -136,6 +136,7 @@ fn only_left_overs_that_are_ours_by_name_and_owner_and_unlocked_are_removed() {
 
 /// Where [`targets_on_other_mounts_stage_in_that_mounts_own_hidden_directory`]
 /// runs again, inside its own mount namespace, with mounts beneath it.
+#[cfg(target_os = "linux")]
 const MOUNTED_ROOT: &str = "AGENTCAPS_TEST_MOUNTED_ROOT";
 
 /// A file system mounted beneath the root (a tmpfs at `mnt`) and a bind
