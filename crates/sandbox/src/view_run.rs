@@ -567,18 +567,43 @@ struct Started {
 type Probes = BTreeMap<(PathBuf, PathBuf), Result<(), String>>;
 static PROBES: Mutex<Probes> = Mutex::new(BTreeMap::new());
 
-/// What this process's probe found for `helper` and `base`, if it ran.
+/// What this process's probe found for `helper` and `base`, if it ran;
+/// or a positive verdict an earlier process kept for them (see
+/// [`kernel::view::keep_probe_verdicts`]).
 fn probed(helper: &Path, base: &Path) -> Option<Result<(), String>> {
     let key = (helper.to_path_buf(), base.to_path_buf());
-    PROBES.lock().ok().and_then(|p| p.get(&key).cloned())
+    let mut probes = PROBES.lock().ok()?;
+    if let Some(found) = probes.get(&key) {
+        return Some(found.clone());
+    }
+    let dir = kernel::view::kept_verdicts()?;
+    let kept = kernel::view::kept::key(helper, base)?;
+    if !kernel::view::kept::holds(dir, &kept) {
+        return None;
+    }
+    probes.insert(key, Ok(()));
+    Some(Ok(()))
 }
 
-/// Remembers what the probe found (the first answer stays).
+/// Remembers what the probe found (the first answer stays); a positive
+/// verdict is also kept for later processes where the host asked for it.
 fn record_probe(helper: &Path, base: &Path, found: Result<(), String>) {
-    if let Ok(mut probes) = PROBES.lock() {
-        probes
-            .entry((helper.to_path_buf(), base.to_path_buf()))
-            .or_insert(found);
+    let Ok(mut probes) = PROBES.lock() else {
+        return;
+    };
+    let std::collections::btree_map::Entry::Vacant(entry) =
+        probes.entry((helper.to_path_buf(), base.to_path_buf()))
+    else {
+        return;
+    };
+    let ok = found.is_ok();
+    entry.insert(found);
+    drop(probes);
+    if ok
+        && let Some(dir) = kernel::view::kept_verdicts()
+        && let Some(kept) = kernel::view::kept::key(helper, base)
+    {
+        kernel::view::kept::keep(dir, &kept);
     }
 }
 

@@ -68,12 +68,23 @@ impl Tree {
     /// command runs in the policy's working directory): the run's result,
     /// after checking that it ran.
     pub fn run_json(&self, policy: &Path, argv: &[&str]) -> serde_json::Value {
+        self.run_json_with(policy, argv, &[])
+    }
+
+    /// [`Tree::run_json`] with `env` added to agentcaps' environment.
+    pub fn run_json_with(
+        &self,
+        policy: &Path,
+        argv: &[&str],
+        env: &[(&str, &Path)],
+    ) -> serde_json::Value {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentcaps"))
             .args(["run", "--json", "--policy"])
             .arg(policy)
             .arg("--")
             .args(argv)
             .current_dir(&self.root)
+            .envs(env.iter().copied())
             .output()
             .expect("agentcaps runs");
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {

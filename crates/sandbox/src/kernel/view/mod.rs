@@ -43,6 +43,8 @@ pub(crate) mod exec;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod helper;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
+pub(crate) mod kept;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 mod masks;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod pids;
@@ -82,6 +84,41 @@ pub(crate) const EXEC_PROBE_OK: &str = "agentcaps-exec: ok";
 pub(crate) const PROBE_OK: &str = "agentcaps-view-probe: ok";
 
 static DEFAULT_HELPER: OnceLock<PathBuf> = OnceLock::new();
+
+static KEPT_VERDICTS: OnceLock<PathBuf> = OnceLock::new();
+
+/// Keep a positive probe verdict across processes in `dir` (made `0700`,
+/// this user's; the first call of a process decides): a process that
+/// finds one for the same boot, user, helper binary, staging file system
+/// and user-namespace settings builds its views without probing first
+/// (one overlay mount and its directories fewer at the first run, which
+/// for a command-line tool is every run). Only "a view was built here" is
+/// kept, never "no view here": a record, forged or stale, can at worst
+/// make a run whose view cannot be built fail (`view-failed`), never make
+/// it fall back to less. A record not this user's, or in a directory
+/// others may write in or read, is ignored. Off unless a host calls this;
+/// the `agentcaps` binary keeps its verdicts with
+/// [`keep_probe_verdicts_in_temp_dir`].
+pub fn keep_probe_verdicts(dir: impl Into<PathBuf>) {
+    let _ = KEPT_VERDICTS.set(dir.into());
+}
+
+/// [`keep_probe_verdicts`] in the temporary directory's
+/// `agentcaps-verdicts-UID` (what the `agentcaps` binary does). Elsewhere
+/// than Unix, nothing.
+pub fn keep_probe_verdicts_in_temp_dir() {
+    #[cfg(unix)]
+    keep_probe_verdicts(std::env::temp_dir().join(format!(
+        "agentcaps-verdicts-{}",
+        rustix::process::geteuid().as_raw()
+    )));
+}
+
+/// Where positive probe verdicts are kept, if a host asked for it.
+#[cfg_attr(not(all(feature = "landlock", target_os = "linux")), allow(dead_code))]
+pub(crate) fn kept_verdicts() -> Option<&'static Path> {
+    KEPT_VERDICTS.get().map(PathBuf::as_path)
+}
 
 /// If this process was started as the view helper, runs it and exits;
 /// otherwise remembers this executable as the helper (unless one was set
