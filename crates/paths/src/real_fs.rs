@@ -117,7 +117,12 @@ fn long_entry(path: &Path) -> io::Result<Option<EntryKind>> {
     {
         match crate::long_path::stat_nofollow(path) {
             Ok(stat) => Ok(Some(kind_of(FileType::from_raw_mode(stat.st_mode)))),
-            Err(e) if matches!(e.raw_os_error(), Some(code) if code == rustix::io::Errno::NOENT.raw_os_error() || code == rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
                 Ok(None)
             }
             Err(e) => Err(e),

@@ -22,10 +22,15 @@ fn json_of(output: &Output) -> Value {
 }
 
 fn here(args: &[&str]) -> Output {
-    let dir = tempfile::tempdir().unwrap();
+    here_in(args, tempfile::tempdir().unwrap().path())
+}
+
+/// `agentcaps ARGS` from `dir`, which is also its temporary directory.
+fn here_in(args: &[&str], dir: &std::path::Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_agentcaps"))
         .args(args)
-        .current_dir(dir.path())
+        .current_dir(dir)
+        .env("TMPDIR", dir)
         .output()
         .expect("agentcaps runs")
 }
@@ -33,13 +38,18 @@ fn here(args: &[&str]) -> Output {
 /// `agentcaps ARGS` as root of a fresh user namespace in which no further
 /// user namespace may be made.
 fn without_user_namespaces(args: &[&str]) -> Output {
-    let dir = tempfile::tempdir().unwrap();
+    without_user_namespaces_in(args, tempfile::tempdir().unwrap().path())
+}
+
+/// [`without_user_namespaces`] from `dir`, also its temporary directory.
+fn without_user_namespaces_in(args: &[&str], dir: &std::path::Path) -> Output {
     Command::new("unshare")
         .args(["--user", "--map-root-user", "sh", "-c"])
         .arg("echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"")
         .arg(env!("CARGO_BIN_EXE_agentcaps"))
         .args(args)
-        .current_dir(dir.path())
+        .current_dir(dir)
+        .env("TMPDIR", dir)
         .output()
         .expect("unshare (util-linux) runs")
 }
@@ -97,4 +107,36 @@ fn without_user_namespaces_it_names_the_sysctl_and_prints_the_fix() {
         ),
         "{text}"
     );
+}
+
+/// The `view-ok-*` records beneath `tmp` (the binary keeps its positive
+/// probe verdicts in `tmp/agentcaps-verdicts-UID`).
+fn kept_verdicts(tmp: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(tmp).expect("tmp").flatten() {
+        if let Ok(inner) = std::fs::read_dir(dir.path()) {
+            found.extend(inner.flatten().map(|e| e.path()).filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("view-ok-"))
+            }));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_view_found_here_is_kept_and_no_view_is_never_kept() {
+    // Where the view is available, `check system` keeps that verdict.
+    let tmp = tempfile::tempdir().unwrap();
+    let report = json_of(&here_in(&["check", "system", "--json"], tmp.path()));
+    assert_eq!(report["view"]["available"], true, "{report}");
+    assert_eq!(kept_verdicts(tmp.path()).len(), 1);
+    // Where it is not, nothing is kept.
+    let tmp = tempfile::tempdir().unwrap();
+    let report = json_of(&without_user_namespaces_in(
+        &["check", "system", "--json"],
+        tmp.path(),
+    ));
+    assert_eq!(report["view"]["available"], false, "{report}");
+    assert_eq!(kept_verdicts(tmp.path()), Vec::<std::path::PathBuf>::new());
 }

@@ -68,6 +68,21 @@ fn writes() -> Vec<(&'static str, Value)> {
     ]
 }
 
+/// `write_file` of `content` at `path`.
+async fn write(
+    tools: &Toolbox,
+    path: &str,
+    content: &str,
+    overwrite: bool,
+) -> Result<agentcaps_tools::ToolOutput, agentcaps_tools::ToolError> {
+    tools
+        .call(
+            "write_file",
+            json!({"path": path, "content": content, "overwrite": overwrite}),
+        )
+        .await
+}
+
 async fn refused_and_unchanged(tools: &Toolbox, project: &Path, link: &str) {
     let before = std::fs::read_to_string(project.join("cfg/config.toml")).expect("read");
     for (tool, args) in writes() {
@@ -105,11 +120,7 @@ async fn every_file_tool_refuses_a_name_a_host_link_makes_cargos_config() {
     symlink("cfg", project.join(".cargo")).expect("link");
     refused_and_unchanged(&tools, &project, ".cargo").await;
     // The link's other names stay ordinary.
-    tools
-        .call(
-            "write_file",
-            json!({"path": "cfg/notes.txt", "content": "more\n", "overwrite": true}),
-        )
+    write(&tools, "cfg/notes.txt", "more\n", true)
         .await
         .expect("an ordinary file in the same directory is written");
 }
@@ -118,11 +129,7 @@ async fn every_file_tool_refuses_a_name_a_host_link_makes_cargos_config() {
 async fn a_workflow_written_through_a_github_link_is_refused() {
     let (_tmp, project, tools) = project();
     symlink("gh", project.join(".github")).expect("link");
-    let err = tools
-        .call(
-            "write_file",
-            json!({"path": "gh/workflows/ci.yml", "content": "on: push\n"}),
-        )
+    let err = write(&tools, "gh/workflows/ci.yml", "on: push\n", false)
         .await
         .expect_err("a workflow through the link");
     assert_eq!(err.rule(), "write-protected", "{err}");
@@ -137,11 +144,7 @@ async fn a_workflow_written_through_a_github_link_is_refused() {
 #[tokio::test]
 async fn a_link_made_by_a_command_is_seen_by_the_next_write() {
     let (_tmp, project, tools) = project();
-    tools
-        .call(
-            "write_file",
-            json!({"path": "cfg/notes.txt", "content": "first\n", "overwrite": true}),
-        )
+    write(&tools, "cfg/notes.txt", "first\n", true)
         .await
         .expect("before the link");
     // Made in the real tree, as a command does where there is no view
@@ -157,11 +160,7 @@ async fn a_link_made_by_a_command_is_seen_by_the_next_write() {
     // And once the link is gone, the name is ordinary again.
     std::fs::remove_file(project.join(".cargo")).expect("rm");
     tools.call("shell_command", ls).await.expect("ls runs");
-    tools
-        .call(
-            "write_file",
-            json!({"path": "cfg/config.toml", "content": "[build]\n", "overwrite": true}),
-        )
+    write(&tools, "cfg/config.toml", "[build]\n", true)
         .await
         .expect("no link any more");
 }

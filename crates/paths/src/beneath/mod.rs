@@ -54,8 +54,8 @@ pub enum LinkJudging {
     /// Walk once and keep what was found until
     /// [`Beneath::refresh_guarded_links`] (and after each rename these
     /// handles make): for a host that knows when links can appear, such as
-    /// one that refreshes before each tool call and after each command it
-    /// runs. A link someone else makes meanwhile is not seen until then.
+    /// one that refreshes after each command it runs. A link someone else
+    /// makes meanwhile is not seen until then.
     UntilRefreshed,
     /// Judge no link: the caller judges every write at its other names
     /// itself (a write-back that judges the tree as it will be, links the

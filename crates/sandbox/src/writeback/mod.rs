@@ -155,7 +155,9 @@ pub(crate) fn write_back(
     let _locks = lock_roots(layers);
     // What a commit killed earlier left (its hidden directory) goes now,
     // whether or not this run commits anything.
-    if let Ok(beneath) = paths.open_beneath() {
+    if !layers.is_empty()
+        && let Ok(beneath) = paths.open_beneath()
+    {
         beneath.remove_commit_left_overs();
     }
     let mut aliases = None;

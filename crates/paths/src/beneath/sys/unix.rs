@@ -333,12 +333,13 @@ pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
 /// Which mount the directory is on: its device and, on Linux, the
 /// mount's id (two bind mounts of one file system share a device, yet a
 /// rename from one to the other fails). `None` when it cannot be read.
+/// One `statx` on Linux (it is asked once per staged file).
 pub(crate) fn mount_of(dir: &Dir) -> Option<(u64, u64)> {
-    let device = stat_dir(dir).ok()?.id.0;
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::StatxFlags;
         let st = rustix::fs::statx(&dir.0, "", AtFlags::EMPTY_PATH, StatxFlags::MNT_ID).ok()?;
+        let device = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
         let id = if st.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
             st.stx_mnt_id
         } else {
@@ -347,7 +348,7 @@ pub(crate) fn mount_of(dir: &Dir) -> Option<(u64, u64)> {
         Some((device, id))
     }
     #[cfg(not(target_os = "linux"))]
-    Some((device, 0))
+    Some((stat_dir(dir).ok()?.id.0, 0))
 }
 
 /// The directory above `dir` (its `..`).

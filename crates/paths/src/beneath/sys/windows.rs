@@ -323,7 +323,6 @@ pub(crate) fn read_link_at(dir: &Dir, name: &OsStr) -> Result<PathBuf, Failed> {
     std::fs::read_link(dir.path.join(name)).map_err(failed)
 }
 
-/// What the directory itself is.
 /// Which mount the directory is on: one for all (hidden directories are
 /// not made on Windows).
 #[expect(
@@ -334,6 +333,7 @@ pub(crate) fn mount_of(_dir: &Dir) -> Option<(u64, u64)> {
     Some((0, 0))
 }
 
+/// What the directory itself is.
 pub(crate) fn stat_dir(dir: &Dir) -> Result<Stat, Failed> {
     dir.handle
         .metadata()

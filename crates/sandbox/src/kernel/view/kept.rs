@@ -47,18 +47,13 @@ pub(crate) fn key(helper: &Path, base: &Path) -> Option<String> {
     Some(key)
 }
 
-/// The record's name for `key`.
+/// The record's name for `key`: the same in every process (64-bit
+/// FNV-1a; the content is compared whole, the name only spreads records).
 fn name(key: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    // Fixed keys: the same name in every process (the content is compared
-    // whole; the name only spreads records).
-    #[expect(
-        deprecated,
-        reason = "SipHasher's fixed keys give the same name in every process"
-    )]
-    let mut hasher = std::hash::SipHasher::new();
-    key.hash(&mut hasher);
-    format!("view-ok-{:016x}", hasher.finish())
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("view-ok-{hash:016x}")
 }
 
 /// Whether `dir` is a directory of this user's that no one else may
