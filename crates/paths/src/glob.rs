@@ -141,16 +141,30 @@ mod tests {
     fn same_tree(pattern: &Pattern) {
         for fold in [false, true] {
             match pattern.regex() {
-                Ok(text) => {
-                    let parsed = parse(&text, fold).unwrap_or_else(|e| panic!("{text}: {e}"));
-                    assert_eq!(
+                // A class the regex syntax refuses (`[a-*]`, a range
+                // whose ends are reversed) must not build either.
+                Ok(text) => match parse(&text, fold) {
+                    Ok(parsed) => assert_eq!(
                         pattern.hir(fold),
                         Ok(parsed),
                         "{pattern:?} (fold {fold}): {text}"
-                    );
-                }
+                    ),
+                    Err(error) => assert!(
+                        pattern.hir(fold).is_err(),
+                        "{pattern:?} (fold {fold}): {text} does not parse ({error}) but its tree builds"
+                    ),
+                },
                 Err(_) => assert!(pattern.hir(fold).is_err(), "{pattern:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_class_with_a_reversed_range_does_not_build() {
+        for glob in ["[a-*]", "**/[z-a].txt", "[a-**]"] {
+            let pattern = Pattern::Glob(glob.to_owned());
+            same_tree(&pattern);
+            assert!(pattern.hir(false).is_err(), "{glob}");
         }
     }
 
