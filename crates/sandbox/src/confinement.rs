@@ -45,6 +45,9 @@ pub(crate) struct ViewSettings {
     pub(crate) cache_dirs: Vec<PathBuf>,
     /// Test seam: the view applies no Landlock (the run must then fail).
     pub(crate) skip_landlock: bool,
+    /// Test seam: the view goes without its names layer (the run must then
+    /// say `partial`).
+    pub(crate) skip_names_layer: bool,
     /// Asked about the write-protected changes of a run before its commit.
     pub(crate) decider: Option<crate::writeback::Decider>,
 }
@@ -109,6 +112,7 @@ impl Default for ViewSettings {
             commit_kill: None,
             cache_dirs: Vec::new(),
             skip_landlock: false,
+            skip_names_layer: false,
             decider: None,
         }
     }
@@ -229,6 +233,14 @@ impl SandboxBuilder {
     #[doc(hidden)]
     pub fn skip_landlock_in_view(mut self, on: bool) -> Self {
         self.sandbox.view.skip_landlock = on;
+        self
+    }
+
+    /// Test seam, not for production: the view goes without its names
+    /// layer, as where FUSE cannot be had, so that the run says `partial`.
+    #[doc(hidden)]
+    pub fn skip_names_layer_in_view(mut self, on: bool) -> Self {
+        self.sandbox.view.skip_names_layer = on;
         self
     }
 

@@ -181,24 +181,13 @@ impl Sandbox {
                         Some("files are not confined: without a path policy the command sees the host's files and its writes land unjudged (its processes, IPC and network are private all the same)".to_owned()),
                     );
                 }
-                return match landlock {
-                    Enforcement::Full if self.allow_network => (
-                        Enforcement::Partial { abi: kernel::FULL_ABI },
-                        Some("the command shares the host's network (network = \"host\"): that part is not a sandbox".to_owned()),
-                    ),
-                    Enforcement::Full => (Enforcement::Full, None),
-                    Enforcement::Partial { abi } => (
-                        Enforcement::Partial { abi },
-                        Some(format!(
-                            "the kernel offers Landlock ABI {abi}; the second wall needs ABI {}",
-                            kernel::FULL_ABI
-                        )),
-                    ),
-                    Enforcement::None => (
-                        Enforcement::Partial { abi: 0 },
-                        Some("the kernel has no Landlock: the private view holds alone".to_owned()),
-                    ),
-                };
+                // The names layer needs `/dev/fuse`: a run where this
+                // process cannot open it goes without, and says so.
+                let names = !self.view.skip_names_layer && kernel::view::names::available();
+                return crate::view_run::with_names_layer(
+                    crate::view_run::in_view_enforcement(landlock, self.allow_network),
+                    names,
+                );
             }
             crate::view_run::ViewDecision::Refuse(reason) => {
                 return (

@@ -202,6 +202,7 @@ impl Sandbox {
             None => None,
         };
         let proxy_socket = session.as_ref().map(|_| socket.as_path());
+        let mut names_roots = Vec::new();
         let (mut spec, layers) = match &self.paths {
             Some(paths) => {
                 let request = Request {
@@ -217,6 +218,7 @@ impl Sandbox {
                 let planned = plan(paths, &request, &staging).map_err(|reason| {
                     failed(format!("the private view cannot be built: {reason}"))
                 })?;
+                names_roots = planned.names_roots;
                 (planned.spec, planned.layers)
             }
             None => (
@@ -228,6 +230,18 @@ impl Sandbox {
             spec.landlock_read
                 .push(std::path::PathBuf::from(crate::credentials::VIEW_BUNDLE));
             spec.mounts.push(mount);
+        }
+        // The names layer, served from here while the view lives; where it
+        // cannot be served the view goes without it, and says so.
+        let names = match (&self.paths, spec.names.as_ref()) {
+            (Some(paths), Some(mount)) if !self.view.skip_names_layer => {
+                crate::kernel::view::names::Server::start(paths.clone(), names_roots, &mount.socket)
+                    .ok()
+            }
+            _ => None,
+        };
+        if names.is_none() {
+            spec.names = None;
         }
         spec.run.runner_pid = std::process::id();
         spec.run.max_processes = self.limits.max_processes;
@@ -268,6 +282,7 @@ impl Sandbox {
             layers,
             session,
             cgroup,
+            _names: names,
         };
         Ok(match self.supervise_view(command, helper, view).await {
             Ok(result) => InView::Ran(Ok(result)),
@@ -292,6 +307,7 @@ impl Sandbox {
             layers,
             session,
             cgroup,
+            _names,
         } = view;
         let failed = |reason: String| SandboxError::ViewFailed { reason };
         // The helper writes its done file only once every process of the
@@ -389,7 +405,8 @@ impl Sandbox {
                 ),
             )
         } else {
-            in_view_enforcement(landlock, self.allow_network)
+            let names = reported.applied.is_some_and(|applied| applied.names);
+            with_names_layer(in_view_enforcement(landlock, self.allow_network), names)
         };
         let reason = kernel::exec_only_reason(reason, !command.runs_programs, landlock);
         let network = crate::network::recorded(session.as_deref());
@@ -478,7 +495,10 @@ fn applied_abi(landlock: Enforcement) -> u8 {
 }
 
 /// What a run in its view got, with Landlock at `landlock` inside.
-fn in_view_enforcement(landlock: Enforcement, host_network: bool) -> (Enforcement, Option<String>) {
+pub(crate) fn in_view_enforcement(
+    landlock: Enforcement,
+    host_network: bool,
+) -> (Enforcement, Option<String>) {
     match landlock {
         Enforcement::Full if host_network => (
             Enforcement::Partial { abi: FULL_ABI },
@@ -499,6 +519,29 @@ fn in_view_enforcement(landlock: Enforcement, host_network: bool) -> (Enforcemen
             Some("the kernel has no Landlock: the private view holds alone".to_owned()),
         ),
     }
+}
+
+/// What a run in its view got, `names` saying whether the names layer
+/// was beneath its roots' masks: without it, a blocked entry the host
+/// creates while the command runs is not hidden, and `full` is not given.
+pub(crate) fn with_names_layer(
+    (enforced, reason): (Enforcement, Option<String>),
+    names: bool,
+) -> (Enforcement, Option<String>) {
+    if names {
+        return (enforced, reason);
+    }
+    const OPEN: &str = "the view has no names layer (FUSE: /dev/fuse cannot be opened or mounted here), so a blocked entry the host creates while the command runs is not hidden from it";
+    let abi = match enforced {
+        Enforcement::Full => FULL_ABI,
+        Enforcement::Partial { abi } => abi,
+        Enforcement::None => 0,
+    };
+    let reason = match reason {
+        Some(reason) => format!("{reason}; {OPEN}"),
+        None => OPEN.to_owned(),
+    };
+    (Enforcement::Partial { abi }, Some(reason))
 }
 
 /// The view of a command without a path policy: the host's files, in new
@@ -526,6 +569,7 @@ fn host_files_spec(
             socket: socket.to_path_buf(),
         }),
         host_files: true,
+        names: None,
         run: RunSettings::default(),
     }
 }
@@ -561,6 +605,8 @@ struct Started {
     layers: Vec<crate::kernel::view::plan::Layer>,
     session: Option<Box<dyn crate::network::ProxySession>>,
     cgroup: Option<crate::kernel::view::pids::PidsCgroup>,
+    /// The names layer's server, while the view may still hand it over.
+    _names: Option<crate::kernel::view::names::Server>,
 }
 
 /// What the probe found, per helper and staging base, in this process.
@@ -789,9 +835,33 @@ mod tests {
                 landlock_full: true,
                 nested: true,
                 exec_only,
+                names: true,
             }),
             outcome: Some(Outcome::Exited(0)),
         }
+    }
+
+    #[test]
+    fn a_view_without_its_names_layer_is_partial_and_says_why() {
+        let full = (Enforcement::Full, None);
+        assert_eq!(with_names_layer(full.clone(), true), full);
+        let (enforced, reason) = with_names_layer(full, false);
+        assert_eq!(enforced, Enforcement::Partial { abi: FULL_ABI });
+        assert!(
+            reason
+                .unwrap()
+                .contains("the host creates while the command runs")
+        );
+        let (enforced, reason) = with_names_layer(
+            (Enforcement::Partial { abi: 3 }, Some("ABI 3".to_owned())),
+            false,
+        );
+        assert_eq!(enforced, Enforcement::Partial { abi: 3 });
+        let reason = reason.unwrap();
+        assert!(
+            reason.starts_with("ABI 3; ") && reason.contains("FUSE"),
+            "{reason}"
+        );
     }
 
     #[test]

@@ -368,6 +368,8 @@ pub(crate) struct ViewSettings {
     pub(crate) limits: agentcaps_sandbox::Limits,
     /// Test seam: the view applies no Landlock while one is planned.
     pub(crate) skip_landlock: bool,
+    /// Test seam: the view goes without its names layer.
+    pub(crate) skip_names_layer: bool,
     /// Cache directories overlaid in the view, their writes discarded.
     pub(crate) cache_dirs: Vec<PathBuf>,
 }
@@ -383,6 +385,7 @@ impl Default for ViewSettings {
             #[cfg(feature = "runner")]
             limits: agentcaps_sandbox::Limits::default(),
             skip_landlock: false,
+            skip_names_layer: false,
             cache_dirs: Vec::new(),
         }
     }
@@ -555,6 +558,16 @@ impl ShellPolicyBuilder {
     #[doc(hidden)]
     pub fn skip_landlock_in_view(mut self, on: bool) -> Self {
         self.view.skip_landlock = on;
+        self
+    }
+
+    /// Test seam, not for production: the view goes without its names
+    /// layer (as where FUSE cannot be had), so every run in it says
+    /// `partial`.
+    #[cfg(feature = "runner")]
+    #[doc(hidden)]
+    pub fn skip_names_layer_in_view(mut self, on: bool) -> Self {
+        self.view.skip_names_layer = on;
         self
     }
 

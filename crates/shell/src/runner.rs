@@ -120,6 +120,7 @@ impl ShellPolicy {
             .fail_commit_at(self.view.commit_fault)
             .kill_commit_at(self.view.commit_kill)
             .skip_landlock_in_view(self.view.skip_landlock)
+            .skip_names_layer_in_view(self.view.skip_names_layer)
             .limits(self.view.limits)
     }
 }

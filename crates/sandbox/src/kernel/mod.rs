@@ -230,19 +230,20 @@
 //! - A directory the runner cannot list (mode `0300`, another user's
 //!   `0711`) is shown empty in the view, its files unreachable even by a
 //!   name the command knows.
+//! - A blocked entry *inside `.git`* that the host creates while the
+//!   command runs is not hidden: `.git` is git's (the masks do not walk
+//!   it either).
 //! - A tool installation and every root must be nameable in overlay
 //!   options (no `,` `:` `\` `=` in the path), or the view is not built.
-//! - **Masks are planned when the command starts.** The overlay's lower
-//!   layer is the live tree: a blocked file the host (or another process
-//!   outside the view) creates *while the command runs* is readable in the
-//!   view (tested, to pin it). Holding it would need the lower layer
-//!   judged at each lookup — a userspace file system (FUSE) serving every
-//!   root, at the cost of a round trip to a server per lookup and read,
-//!   and of `/dev/fuse`, which many hosts let only root open — and neither Landlock (which
-//!   grants trees, not names), an idmapped mount nor the overlay's own
-//!   options (whiteouts are read at lookup, but only from layers fixed at
-//!   mount time, which the host must not change while mounted) match
-//!   names. Keep secrets out of a root while commands run in it.
+//! - **What the host creates while the command runs** is judged by its
+//!   name: between each root's masks and the real tree lies the names
+//!   layer (a read-only FUSE file system the runner serves), which answers
+//!   a lookup of a blocked name with a whiteout whether or not the entry
+//!   existed when the view was built. It needs `/dev/fuse`, opened in the
+//!   view's user namespace; where the runner's user cannot open it (many
+//!   hosts let only root), the overlays go without the layer and the run
+//!   says `partial`, naming what is open. Every first lookup of a name in
+//!   a root costs a round trip to the runner; reads do not.
 //! - Commands are short-lived here: long-running work (a dev server) is
 //!   out of scope; a command's writes are judged when it ends.
 //! - Hard links inside a root to a file elsewhere are read like any file.

@@ -553,6 +553,23 @@ fn check_shell_says_which_mode_applies_from_a_real_probe_and_runs_agree() {
             .is_none_or(|reason| !reason.contains("view")),
         "{planned:?}"
     );
+    // Without its names layer (as where FUSE cannot be had), both say
+    // `partial`, and why, alike.
+    let no_names = project
+        .policy()
+        .skip_names_layer_in_view(true)
+        .build()
+        .expect("policy");
+    let (planned, ran) = planned_and_ran(&no_names);
+    assert_eq!(planned, ran);
+    assert_ne!(planned.0.to_string(), "full");
+    assert!(
+        planned
+            .1
+            .as_deref()
+            .is_some_and(|reason| reason.starts_with("the view has no names layer")),
+        "{planned:?}"
+    );
     // A helper that cannot build a view (a program that is no helper):
     // the probe finds out, says why, and the run falls back as it said.
     let broken = project

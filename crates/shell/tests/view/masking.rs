@@ -2,7 +2,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use agentcaps_shell::{CommandRequest, Exit};
+use agentcaps_shell::{CommandRequest, Exit, RunResult, ShellPolicy};
 
 use crate::support::{Project, run};
 
@@ -161,7 +161,10 @@ fn masks_hold_in_directories_their_owner_cannot_list_or_write() {
                 "cat dropbox/.env; cat vendor/pkg/test.pem vendor/pkg/.env.test; \
                  cat vendor/pkg/lib.py; ls -A vendor/pkg; echo done",
             );
-            no_secret_in_full_view(&result);
+            assert_eq!(result.exit, Exit::Code(0), "{result:?}");
+            assert!(!result.stdout.contains("SECRET"), "{}", result.stdout);
+            assert!(!result.stderr.contains("SECRET"), "{}", result.stderr);
+            crate::support::assert_full_where_fuse_opens(&result);
             assert!(
                 result
                     .stdout
@@ -239,44 +242,128 @@ fn a_secret_beyond_path_max_is_masked_too() {
     assert_eq!(result.stdout, "reachable\nabsent\n", "{result:?}");
 }
 
-#[test]
-fn a_secret_the_host_creates_while_the_command_runs_is_readable_a_known_limit() {
-    // The view's lower layer is the live tree and its masks are planned
-    // when the command starts: a blocked file the host creates afterwards
-    // is not masked. This test pins that limit (see the view's module
-    // docs); the day the lower layer is judged at lookup, it fails and
-    // is turned around.
-    let project = Project::new();
-    let marker = format!("late-{}", std::process::id());
-    let script = "import os, sys, time\n\
-         for _ in range(200):\n    \
-             if os.path.exists('go'):\n        break\n    \
+/// Runs a Python command under `policy` that reads `plain.txt`, waits
+/// for the host to plant secrets (and an ordinary file) in the root while
+/// it runs, and then tries every one of them and lists what it sees.
+fn host_plants_secrets_mid_run(project: &Project, policy: &ShellPolicy) -> RunResult {
+    project.write("plain.txt", "plain\n");
+    // The command waits for `go` to say so: a name it looked up before
+    // the host made it would stay absent in the overlay, but the content
+    // of a file of the real tree is read live.
+    project.write("go", "wait");
+    // One of its own for each run (tests run side by side in this process).
+    let marker = format!(
+        "late-{}",
+        project.root.file_name().expect("a name").to_string_lossy()
+    );
+    // Once it has read `plain.txt`, the command says so to the host by a
+    // process of its own whose command line holds the marker.
+    let script = "import os, subprocess, sys, time\n\
+         print('before', open('plain.txt').read(), end='')\n\
+         subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', sys.argv[1]])\n\
+         for _ in range(400):\n    \
+             if open('go').read() == 'go':\n        break\n    \
              time.sleep(0.05)\n\
-         print(open('late/.env').read(), end='')\n";
+         else:\n    print('never went'); sys.exit(7)\n\
+         for rel in ['.env.late', 'late/.env', 'late/key.pem', '.ssh/id_ed25519', 'moved.pem']:\n    \
+             try:\n        print(rel, open(rel).read(), end='')\n    \
+             except OSError as e:\n        print(rel, type(e).__name__)\n\
+         print('late.txt', open('late/late.txt').read(), end='')\n\
+         print('listed', sorted(os.listdir('.')), sorted(os.listdir('late')))\n";
+    std::fs::write(project.root.join("run.py"), script).expect("script");
     let root = project.root.clone();
     let host = std::thread::spawn({
         let marker = marker.clone();
         move || {
-            // Once the command runs (its view is built), the host writes.
+            // Once the command has read `plain.txt`, the host writes.
             let start = std::time::Instant::now();
-            while crate::support::processes_with(&marker).is_empty() {
+            while crate::support::processes_with(&format!("time.sleep(60) {marker}")).is_empty() {
                 assert!(start.elapsed().as_secs() < 20, "the command never ran");
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            std::fs::create_dir(root.join("late")).expect("mkdir");
-            std::fs::write(root.join("late/.env"), "SECRET=created-mid-run\n").expect("plant");
-            std::fs::write(root.join("go"), "").expect("go");
+            let plant = |rel: &str, text: &str| {
+                let path = root.join(rel);
+                std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+                std::fs::write(path, text).expect("plant");
+            };
+            plant(".env.late", "SECRET=beside-the-project\n");
+            plant("late/.env", "SECRET=in-a-new-directory\n");
+            plant("late/key.pem", "SECRET=a-new-key\n");
+            plant("late/late.txt", "visible\n");
+            plant(".ssh/id_ed25519", "SECRET=a-new-ssh-directory\n");
+            // A file the command already read, renamed to a blocked name.
+            std::fs::write(root.join("plain.txt"), "SECRET=renamed-in\n").expect("rewrite");
+            std::fs::rename(root.join("plain.txt"), root.join("moved.pem")).expect("rename");
+            std::fs::write(root.join("go"), "go").expect("go");
         }
     });
-    let result = project.python(script, &[&marker]);
-    host.join().expect("the host's writer");
-    assert_eq!(result.exit, Exit::Code(0), "{result:?}");
-    assert_eq!(
-        result.stdout, "SECRET=created-mid-run\n",
-        "the known limit no longer holds: {result:?}"
+    let result = run(
+        policy,
+        CommandRequest::argv(["python3", "run.py", marker.as_str()]),
     );
-    // And the run claims no less than it does today.
-    crate::support::assert_full(&result);
+    host.join().expect("the host's writer");
+    result
+}
+
+#[test]
+fn what_the_host_creates_while_the_command_runs_is_judged_by_its_name() {
+    // The masks are planned when the command starts; the names layer
+    // beneath them judges every name when it is looked up.
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .allow_command("python3")
+        .build()
+        .expect("policy");
+    let result = host_plants_secrets_mid_run(&project, &policy);
+    no_secret_in_full_view(&result);
+    let expected = "before plain\n\
+        .env.late FileNotFoundError\n\
+        late/.env FileNotFoundError\n\
+        late/key.pem FileNotFoundError\n\
+        .ssh/id_ed25519 FileNotFoundError\n\
+        moved.pem FileNotFoundError\n\
+        late.txt visible\n";
+    assert!(result.stdout.starts_with(expected), "{result:?}");
+    let listed = result.stdout.lines().last().expect("the listing");
+    for hidden in [".env.late", "moved.pem", "'.env'", "key.pem"] {
+        assert!(!listed.contains(hidden), "{hidden}: {listed}");
+    }
+    assert!(listed.ends_with(" ['late.txt']"), "{listed}");
+    // The host's files are untouched.
+    assert_eq!(
+        project.read("late/.env").as_deref(),
+        Some("SECRET=in-a-new-directory\n")
+    );
+}
+
+#[test]
+fn without_the_names_layer_a_secret_created_mid_run_shows_and_the_run_says_partial() {
+    // The seam that leaves the names layer out, as on a host where FUSE
+    // cannot be had: the masks alone do not hold what appears later, and
+    // the run does not claim `full`.
+    let project = Project::new();
+    let policy = project
+        .policy()
+        .allow_command("python3")
+        .skip_names_layer_in_view(true)
+        .build()
+        .expect("policy");
+    let result = host_plants_secrets_mid_run(&project, &policy);
+    assert_eq!(result.exit, Exit::Code(0), "{result:?}");
+    assert!(
+        result
+            .stdout
+            .contains("late/.env SECRET=in-a-new-directory\n"),
+        "{result:?}"
+    );
+    assert_ne!(result.enforced.to_string(), "full", "{result:?}");
+    let reason = result.enforced_reason.as_deref().unwrap_or_default();
+    assert!(reason.contains("names layer"), "{reason}");
+    assert!(
+        reason.contains("the host creates while the command runs"),
+        "{reason}"
+    );
 }
 
 #[test]

@@ -356,12 +356,12 @@ fn inner(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
         return outcome;
     }
     let entered = if spec.host_files {
-        enter_host_files(spec)
+        enter_host_files(spec).map(|()| false)
     } else {
         enter_view(spec)
     };
     match entered {
-        Ok(()) => run_command(spec, report),
+        Ok(names) => run_command(spec, report, names),
         Err(error) => Outcome::Failed(error),
     }
 }
@@ -415,10 +415,18 @@ fn hand_over_proxy_port(spec: &ViewSpec) -> Result<(), String> {
     }
 }
 
-/// Builds the view and enters it; the second wall goes up after.
-fn enter_view(spec: &ViewSpec) -> Result<(), String> {
+/// Builds the view and enters it; the second wall goes up after. Says
+/// whether the names layer is beneath the roots' masks.
+fn enter_view(spec: &ViewSpec) -> Result<bool, String> {
     let step = |what: &str, error: io::Error| format!("{what}: {error}");
     private_mounts_and_network(spec)?;
+    // Where FUSE cannot be had, the overlays go without the layer, and the
+    // runner says what that leaves open.
+    let names = spec
+        .names
+        .as_ref()
+        .filter(|names| mount_names(names).is_ok())
+        .map(|names| names.mount_point.as_path());
     let root = &spec.new_root;
     rustix::mount::mount(
         "tmpfs",
@@ -429,7 +437,7 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     )
     .map_err(|e| step("the view's root", e.into()))?;
     for mount in &spec.mounts {
-        apply(root, mount, spec.run.tmpfs_bytes)
+        apply(root, mount, spec.run.tmpfs_bytes, names)
             .map_err(|e| format!("{}: {e}", describe(mount)))?;
     }
     // The root itself becomes read-only: nothing but the mounts is writable.
@@ -446,6 +454,32 @@ fn enter_view(spec: &ViewSpec) -> Result<(), String> {
     std::env::set_current_dir("/").map_err(|e| step("the view's root", e))?;
     std::env::set_current_dir(&spec.cwd)
         .map_err(|e| step(&format!("the working directory {}", spec.cwd.display()), e))?;
+    Ok(names.is_some())
+}
+
+/// Opens `/dev/fuse` (in the view's user namespace, as the kernel asks of
+/// a FUSE mount there), mounts the names layer read-only, and hands the
+/// descriptor to the runner, which serves it; this process keeps no copy.
+/// On failure nothing stays mounted.
+fn mount_names(names: &super::spec::NamesMount) -> io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let fuse = rustix::fs::open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
+    let data = CString::new(super::names::mount_options(
+        std::os::fd::AsRawFd::as_raw_fd(&fuse),
+    ))
+    .map_err(io::Error::other)?;
+    rustix::mount::mount(
+        "agentcaps-names",
+        &names.mount_point,
+        "fuse",
+        MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC | MountFlags::RDONLY,
+        data.as_c_str(),
+    )?;
+    if let Err(error) = super::names::hand_over(&fuse, &names.socket) {
+        drop(fuse);
+        let _ = rustix::mount::unmount(&names.mount_point, UnmountFlags::DETACH);
+        return Err(error);
+    }
     Ok(())
 }
 
@@ -531,7 +565,7 @@ fn mount_point(at: &Path, directory: bool) -> io::Result<()> {
     }
 }
 
-fn apply(root: &Path, mount: &Mount, tmpfs_bytes: u64) -> io::Result<()> {
+fn apply(root: &Path, mount: &Mount, tmpfs_bytes: u64, names: Option<&Path>) -> io::Result<()> {
     match mount {
         Mount::Bind {
             source,
@@ -607,6 +641,7 @@ fn apply(root: &Path, mount: &Mount, tmpfs_bytes: u64) -> io::Result<()> {
             target,
             masks,
             upper,
+            names: names_index,
         } => {
             let at = under(root, target);
             mkdir_p(&at)?;
@@ -619,6 +654,10 @@ fn apply(root: &Path, mount: &Mount, tmpfs_bytes: u64) -> io::Result<()> {
                     let mut lower = String::new();
                     if let Some(masks) = masks {
                         lower.push_str(&option_path(masks)?);
+                        lower.push(':');
+                    }
+                    if let (Some(names), Some(index)) = (names, names_index) {
+                        lower.push_str(&option_path(&names.join(index.to_string()))?);
                         lower.push(':');
                     }
                     lower.push_str(&option_path(target)?);
@@ -683,7 +722,7 @@ fn read_only(at: &Path) -> io::Result<()> {
 /// process's, so the command can neither trace nor signal it; for a
 /// program that runs nothing by itself, with the execute-only wall too),
 /// and the reaping of every process until it ends.
-fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
+fn run_command(spec: &ViewSpec, report: &mut Reporter, names: bool) -> Outcome {
     let mut rules = KernelRules::new()
         .with_program(&spec.program)
         .with_network(true);
@@ -702,6 +741,7 @@ fn run_command(spec: &ViewSpec, report: &mut Reporter) -> Outcome {
         landlock_full: false,
         nested: false,
         exec_only: false,
+        names,
     };
     // The command's own domain: the same again, nested, and with the
     // execute-only wall for a program that runs nothing by itself.

@@ -47,6 +47,8 @@ pub(crate) mod kept;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 mod masks;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
+pub(crate) mod names;
+#[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod pids;
 #[cfg(all(feature = "landlock", target_os = "linux"))]
 pub(crate) mod plan;

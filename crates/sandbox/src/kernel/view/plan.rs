@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use agentcaps_paths::{Access, PathPolicy};
 
 use super::credentials::{Held, Hidden, to_hide};
-use super::spec::{Mount, ProxyPort, RunSettings, ViewSpec};
+use super::spec::{Mount, NamesMount, ProxyPort, RunSettings, ViewSpec};
 use super::staging::Staging;
 use crate::kernel::program::program_files;
 use crate::kernel::rules::{RUNTIME_DEVICES_READ, RUNTIME_DEVICES_RW, RUNTIME_DIRS, RUNTIME_ETC};
@@ -35,6 +35,8 @@ pub(crate) struct Planned {
     pub(crate) spec: ViewSpec,
     /// The writable roots' staging layers, for the write-back.
     pub(crate) layers: Vec<Layer>,
+    /// The roots in the order the names layer numbers them.
+    pub(crate) names_roots: Vec<PathBuf>,
 }
 
 /// What the command is.
@@ -179,6 +181,7 @@ pub(crate) fn plan(
                 target: install.clone(),
                 masks: Some(top),
                 upper: None,
+                names: None,
             });
             whole.push(install);
         } else {
@@ -222,6 +225,7 @@ pub(crate) fn plan(
             target: root.clone(),
             masks: Some(masks_dir),
             upper,
+            names: Some(index),
         });
     }
     for (index, cache) in request.cache_dirs.iter().enumerate() {
@@ -248,6 +252,7 @@ pub(crate) fn plan(
             target: cache.clone(),
             masks: None,
             upper: Some((upper, work)),
+            names: None,
         });
     }
     hide_credentials(policy, &whole, &roots, request.env, dir, &mut mounts)?;
@@ -257,6 +262,12 @@ pub(crate) fn plan(
     });
     let new_root = dir.join("root");
     std::fs::create_dir(&new_root).map_err(|e| e.to_string())?;
+    // The names layer's mount point: the roots by index beneath it.
+    let names = NamesMount {
+        mount_point: dir.join("names"),
+        socket: dir.join("names.sock"),
+    };
+    make_private_dir(&names.mount_point)?;
     Ok(Planned {
         spec: ViewSpec {
             new_root,
@@ -271,9 +282,11 @@ pub(crate) fn plan(
             max_abi: request.max_abi,
             proxy,
             host_files: false,
+            names: Some(names),
             run: RunSettings::default(),
         },
         layers,
+        names_roots: roots.into_iter().map(|(root, _)| root).collect(),
     })
 }
 

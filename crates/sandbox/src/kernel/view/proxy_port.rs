@@ -15,7 +15,7 @@
 use std::io::{self, Read as _};
 use std::mem::MaybeUninit;
 use std::net::TcpListener;
-use std::os::fd::AsFd as _;
+use std::os::fd::{AsFd as _, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -24,28 +24,25 @@ use std::time::Duration;
 use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
 
 /// The first byte of a hand-over.
-const HANDOFF: u8 = 0;
+pub(super) const HANDOFF: u8 = 0;
 
-/// The proxy's answer when it took the listener.
-const TAKEN: u8 = b'+';
+/// The answer of the side that took what was handed over.
+pub(super) const TAKEN: u8 = b'+';
 
 /// How long the proxy has to answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
-/// The connection the hand-over was made on, held for the life of this
-/// process (the view's first process).
-static HELD: OnceLock<UnixStream> = OnceLock::new();
-
-/// Listens on `127.0.0.1:port` (the view's loopback must be up) and hands
-/// the listener to the proxy at `socket`; this process keeps no copy.
-pub(crate) fn hand_over(port: u16, socket: &Path) -> io::Result<()> {
-    let listener = TcpListener::bind(("127.0.0.1", port))?;
+/// Connects to `socket`, sends one `0` byte carrying `fd`, and waits for
+/// the `+` that says the other side took it: the hand-over of this
+/// module, and of the names layer's descriptor to the runner. Returns the
+/// connection, which the other side may watch for the sender's end.
+pub(super) fn send_descriptor(fd: BorrowedFd<'_>, socket: &Path) -> io::Result<UnixStream> {
     let mut stream = UnixStream::connect(socket)?;
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
     let mut control = SendAncillaryBuffer::new(&mut space);
-    let fds = [listener.as_fd()];
+    let fds = [fd];
     if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
-        return Err(io::Error::other("no room for the listener's descriptor"));
+        return Err(io::Error::other("no room for the descriptor"));
     }
     rustix::net::sendmsg(
         &stream,
@@ -57,10 +54,21 @@ pub(crate) fn hand_over(port: u16, socket: &Path) -> io::Result<()> {
     let mut answer = [0u8; 1];
     stream.read_exact(&mut answer)?;
     if answer[0] != TAKEN {
-        return Err(io::Error::other(
-            "the network proxy did not take the view's listener",
-        ));
+        return Err(io::Error::other("the descriptor handed over was not taken"));
     }
+    Ok(stream)
+}
+
+/// The connection the hand-over was made on, held for the life of this
+/// process (the view's first process).
+static HELD: OnceLock<UnixStream> = OnceLock::new();
+
+/// Listens on `127.0.0.1:port` (the view's loopback must be up) and hands
+/// the listener to the proxy at `socket`; this process keeps no copy.
+pub(crate) fn hand_over(port: u16, socket: &Path) -> io::Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", port))?;
+    let stream = send_descriptor(listener.as_fd(), socket)
+        .map_err(|e| io::Error::new(e.kind(), format!("the network proxy: {e}")))?;
     HELD.set(stream)
         .map_err(|_| io::Error::other("a listener was handed over already"))?;
     Ok(())

@@ -55,7 +55,23 @@ pub(crate) enum Mount {
         masks: Option<PathBuf>,
         /// Upper and work directories, for a writable root.
         upper: Option<(PathBuf, PathBuf)>,
+        /// The root's index in the names layer, which then lies between
+        /// the masks and the real tree (see [`NamesMount`]).
+        #[serde(default)]
+        names: Option<usize>,
     },
+}
+
+/// The names layer of the view: a read-only file system the runner serves
+/// (see the `names` module), mounted by the view's first process at
+/// `mount_point` and handed to the runner at `socket`, before the
+/// overlays that hold it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct NamesMount {
+    /// Where it is mounted (in the run's staging directory).
+    pub(crate) mount_point: PathBuf,
+    /// The runner's UNIX socket that takes its `/dev/fuse` descriptor.
+    pub(crate) socket: PathBuf,
 }
 
 /// What the helper needs to build the view and start the command.
@@ -89,6 +105,9 @@ pub(crate) struct ViewSpec {
     /// policy), in new user, PID, IPC and network namespaces all the same.
     #[serde(default)]
     pub(crate) host_files: bool,
+    /// The names layer, when the runner serves one.
+    #[serde(default)]
+    pub(crate) names: Option<NamesMount>,
     /// What the runner sets for this one run (its pid, limits, seams).
     #[serde(default)]
     pub(crate) run: RunSettings,
@@ -140,6 +159,9 @@ pub(crate) struct Applied {
     /// program and the loader.
     #[serde(default)]
     pub(crate) exec_only: bool,
+    /// Whether the names layer is mounted beneath the roots' masks.
+    #[serde(default)]
+    pub(crate) names: bool,
 }
 
 /// One message of the view's first process to the helper's outer stage,
