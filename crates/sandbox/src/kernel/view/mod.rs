@@ -6,9 +6,11 @@
 //! installation as an overlay — read-only without an upper layer, a
 //! writable root over a private staging directory — so that no host
 //! socket, FIFO or device in them is reached; blocked entries masked by a
-//! layer of their own, walked by handle whatever the modes and depth (see
-//! the [kernel module's](crate::kernel) "Known limits" for what a mask
-//! planned at the start cannot hold).
+//! layer of their own, walked by handle whatever the modes and depth, and
+//! beneath it a names layer (a read-only FUSE file system the runner
+//! serves), which judges every name at lookup and so hides what the host
+//! creates while the command runs (see the [kernel module's](crate::kernel)
+//! "Known limits").
 //!
 //! Namespaces are set up by a process of their own (a process with threads
 //! cannot enter a new user namespace, and this crate uses no `unsafe` and
