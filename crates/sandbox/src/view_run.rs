@@ -532,11 +532,7 @@ pub(crate) fn with_names_layer(
         return (enforced, reason);
     }
     const OPEN: &str = "the view has no names layer (FUSE: /dev/fuse cannot be opened or mounted here), so a blocked entry the host creates while the command runs is not hidden from it";
-    let abi = match enforced {
-        Enforcement::Full => FULL_ABI,
-        Enforcement::Partial { abi } => abi,
-        Enforcement::None => 0,
-    };
+    let abi = applied_abi(enforced);
     let reason = match reason {
         Some(reason) => format!("{reason}; {OPEN}"),
         None => OPEN.to_owned(),

@@ -153,8 +153,7 @@ fn serve(listener: &UnixListener, stop: &AtomicBool, policy: PathPolicy, roots: 
         return;
     }
     drop(stream);
-    let mut config = fuser::Config::default();
-    config.acl = fuser::SessionACL::All;
+    let config = fuser::Config::default();
     let names = Names::new(policy, roots);
     if let Ok(session) = fuser::Session::from_fd(names, fuse, fuser::SessionACL::All, config) {
         // Returns when the view's mount namespace, and so the mount, is gone.
