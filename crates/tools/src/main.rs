@@ -11,5 +11,9 @@ fn main() {
     // A view this machine built once is not probed again by every later
     // invocation (only that positive verdict is kept; see the function).
     agentcaps::shell::kernel::view::keep_probe_verdicts_in_temp_dir();
-    std::process::exit(cli::main());
+    let code = cli::main();
+    // Each run's staging is gone with it; the directory beneath which they
+    // were made goes with this process.
+    agentcaps::shell::kernel::view::remove_staging_base();
+    std::process::exit(code);
 }

@@ -83,3 +83,26 @@ fn a_view_built_once_is_not_probed_again_and_the_record_must_be_our_own() {
     assert_eq!(fourth["enforced"], "full", "{fourth}");
     assert_eq!(records(&dir), before, "nothing written there");
 }
+
+#[test]
+fn a_run_leaves_nothing_in_the_temporary_directory_but_the_verdicts() {
+    let tree = common::Tree::new();
+    let tmp = tempfile::tempdir().expect("tmp");
+    for _ in 0..2 {
+        let result = run_in(&tree, tmp.path());
+        assert_eq!(result["enforced"], "full", "{result}");
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .expect("tmp")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        let verdicts = verdicts(tmp.path());
+        let verdicts = verdicts.file_name().expect("name").to_string_lossy();
+        assert_eq!(
+            left,
+            [verdicts.as_ref()],
+            "each run's staging base goes with its process"
+        );
+    }
+}

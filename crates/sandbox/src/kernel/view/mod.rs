@@ -171,6 +171,23 @@ pub fn run_if_helper(stage: &OsString, staging: Option<OsString>) -> Option<i32>
     }
 }
 
+/// Removes the private directory this process made for its runs' staging,
+/// if it made one and no run is in progress; returns whether none is left.
+/// A process that runs commands and then exits (a command line) calls it
+/// last, so that it leaves nothing in the temporary directory; a base left
+/// behind (a crash, or a run still going) is removed by the next process
+/// that stages a run, once this one is gone.
+pub fn remove_staging_base() -> bool {
+    #[cfg(all(feature = "landlock", target_os = "linux"))]
+    {
+        staging::remove_default_base()
+    }
+    #[cfg(not(all(feature = "landlock", target_os = "linux")))]
+    {
+        true
+    }
+}
+
 /// Sets the helper executable used when a policy names none (the first
 /// call wins, and [`dispatch`] counts as one).
 pub fn set_default_helper(path: impl Into<PathBuf>) {

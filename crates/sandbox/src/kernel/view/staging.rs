@@ -55,9 +55,22 @@ impl Drop for Staging {
 ///
 /// Why no base could be made (the temporary directory is not writable).
 pub(crate) fn default_base() -> Result<PathBuf, String> {
-    static BASE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
     BASE.get_or_init(|| fresh_base(&std::env::temp_dir()))
         .clone()
+}
+
+/// This process's default base, once made.
+static BASE: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+
+/// Removes this process's default base if one was made and it is empty
+/// (no run of this process is in progress); returns whether it is gone.
+/// Nothing else is touched: a base that still holds a run stays, and the
+/// next process removes it once this one is gone.
+pub(crate) fn remove_default_base() -> bool {
+    match BASE.get() {
+        Some(Ok(base)) => std::fs::remove_dir(base).is_ok(),
+        _ => true,
+    }
 }
 
 /// The name prefix of this user's bases.
