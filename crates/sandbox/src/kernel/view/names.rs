@@ -153,7 +153,13 @@ fn serve(listener: &UnixListener, stop: &AtomicBool, policy: PathPolicy, roots: 
         return;
     }
     drop(stream);
-    let config = fuser::Config::default();
+    // Two workers, each with its own clone of the descriptor: a command's
+    // threads (git's index preload, a parallel build) look names up at the
+    // same time, and each lookup waits for an answer (`git status` over
+    // 10,000 files: about a twentieth faster than with one).
+    let mut config = fuser::Config::default();
+    config.n_threads = Some(2);
+    config.clone_fd = true;
     let names = Names::new(policy, roots);
     if let Ok(session) = fuser::Session::from_fd(names, fuse, fuser::SessionACL::All, config) {
         // Returns when the view's mount namespace, and so the mount, is gone.
