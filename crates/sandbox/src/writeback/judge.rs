@@ -211,6 +211,24 @@ pub(crate) fn judge(
             }
             continue;
         }
+        if entry.unseen {
+            let action = match entry.upper {
+                Upper::Deleted => ChangeAction::Delete,
+                Upper::Symlink(_) => ChangeAction::Link,
+                _ => ChangeAction::Modify,
+            };
+            refuse(
+                action,
+                (
+                    Rule::Conflict.id(),
+                    "the real directory holds entries this run cannot list, which the command never saw; it is kept as it is".to_owned(),
+                ),
+            );
+            if matches!(entry.upper, Upper::Dir { .. }) {
+                refused_dirs.push(entry.rel.clone());
+            }
+            continue;
+        }
         if entry.changed_since
             && !created
             && !matches!(

@@ -20,7 +20,8 @@
 //!   that must stay inside the roots, no special files, no set-id or sticky
 //!   bits, no hard link to an inode the command did not create; a change
 //!   to a real entry that changed meanwhile is a `conflict` (the other
-//!   version is kept); a file rewritten with its own bytes, only opened
+//!   version is kept), and so is removing or replacing a real directory
+//!   the runner cannot list (what it holds was never seen); a file rewritten with its own bytes, only opened
 //!   for writing or touched is no change (compared in chunks). A link
 //!   whose name is a directory on the way to a protected entry (`.cargo`,
 //!   `.github`) is refused; so is any `.git` file (a `gitdir:` pointer).

@@ -86,6 +86,10 @@ pub(crate) struct Entry {
     /// the commit would remove) changed after the view was built: by the
     /// host or another run, not by this command.
     pub(crate) changed_since: bool,
+    /// The real directory the commit would remove or replace here (or one
+    /// beneath it) cannot be listed by the runner: it holds entries the
+    /// command never saw, and the commit keeps it.
+    pub(crate) unseen: bool,
     /// The staged entry's own path (its content, for files).
     pub(crate) staged: PathBuf,
 }
@@ -243,8 +247,12 @@ impl Walker<'_> {
             // a file or a link): anything changed beneath it counts too.
             let removes_dir =
                 matches!(lower, Lower::Dir { .. }) && !matches!(upper_kind, Upper::Dir { .. });
+            let mut unseen = false;
             if removes_dir && !changed_since {
-                changed_since = self.changed_beneath(&rel);
+                match self.changed_beneath(&rel) {
+                    Some(changed) => changed_since = changed,
+                    None => unseen = true,
+                }
             }
             let descend = matches!(upper_kind, Upper::Dir { .. });
             self.out.push(Entry {
@@ -252,6 +260,7 @@ impl Walker<'_> {
                 upper: upper_kind,
                 lower,
                 changed_since,
+                unseen,
                 staged,
             });
             if descend {
@@ -266,6 +275,10 @@ impl Walker<'_> {
     /// each is deleted.
     fn hidden(&mut self, rel: &Path, names: &[std::ffi::OsString]) -> io::Result<()> {
         let Ok(mut lower) = long_path::read_dir_names(&self.root.join(rel)) else {
+            // What it holds is unknown: the directory is not replaced.
+            if let Some(entry) = self.out.iter_mut().rev().find(|entry| entry.rel == rel) {
+                entry.unseen = true;
+            }
             return Ok(());
         };
         lower.sort();
@@ -275,8 +288,12 @@ impl Walker<'_> {
             }
             let child = rel.join(&name);
             let (lower, mut changed_since) = self.lower(&child, Seen::Hidden);
+            let mut unseen = false;
             if matches!(lower, Lower::Dir { .. }) && !changed_since {
-                changed_since = self.changed_beneath(&child);
+                match self.changed_beneath(&child) {
+                    Some(changed) => changed_since = changed,
+                    None => unseen = true,
+                }
             }
             self.out.push(Entry {
                 staged: self.upper.join(&child),
@@ -284,27 +301,32 @@ impl Walker<'_> {
                 upper: Upper::Deleted,
                 lower,
                 changed_since,
+                unseen,
             });
         }
         Ok(())
     }
 
     /// Whether anything beneath the real directory `rel` changed since the
-    /// view was built.
-    fn changed_beneath(&self, rel: &Path) -> bool {
-        let Ok(names) = long_path::read_dir_names(&self.root.join(rel)) else {
-            return false;
-        };
-        names.into_iter().any(|name| {
+    /// view was built (an entry gone since it was listed did); `None` when
+    /// a directory there cannot be listed, so what it holds is unknown.
+    fn changed_beneath(&self, rel: &Path) -> Option<bool> {
+        let names = long_path::read_dir_names(&self.root.join(rel)).ok()?;
+        for name in names {
             let child = rel.join(name);
-            match long_path::symlink_metadata(&self.root.join(&child)) {
-                Err(_) => false,
+            let changed = match long_path::symlink_metadata(&self.root.join(&child)) {
+                Err(error) if error.kind() == io::ErrorKind::NotFound => true,
+                Err(_) => return None,
                 Ok(meta) => {
                     changed_after(&meta, self.built)
-                        || (meta.is_dir() && self.changed_beneath(&child))
+                        || (meta.is_dir() && self.changed_beneath(&child)?)
                 }
+            };
+            if changed {
+                return Some(true);
             }
-        })
+        }
+        Some(false)
     }
 }
 

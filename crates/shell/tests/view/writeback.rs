@@ -464,3 +464,58 @@ fn moving_a_directory_that_existed_falls_back_to_a_copy_and_lands() {
     assert!(!project.root.join("lib").exists());
     assert_eq!(project.read("lib2/inner/a.rs").as_deref(), Some("a\n"));
 }
+
+#[test]
+fn a_directory_the_runner_cannot_list_is_not_removed_with_what_it_holds() {
+    // Run as a user other than root (root lists whatever the modes say): a
+    // directory its owner may enter but not list (`0300`) is shown empty
+    // in the view; a command that removes it there has never seen what it
+    // holds, and the host keeps it.
+    crate::support::as_non_root(
+        "writeback::a_directory_the_runner_cannot_list_is_not_removed_with_what_it_holds",
+        || {
+            use std::os::unix::fs::PermissionsExt;
+            let project = Project::new();
+            let dropbox = project.root.join("dropbox");
+            std::fs::create_dir(&dropbox).expect("mkdir");
+            std::fs::write(dropbox.join("kept.txt"), "the host's\n").expect("plant");
+            let policy = project.policy().build().expect("policy");
+            // Removed; and removed and made again (an opaque directory,
+            // which would replace the real one whole).
+            for script in [
+                "ls -A dropbox; rm -rf dropbox; echo done",
+                "rm -rf dropbox; mkdir dropbox; echo new > dropbox/new.txt; echo done",
+            ] {
+                std::fs::set_permissions(&dropbox, std::fs::Permissions::from_mode(0o300))
+                    .expect("chmod");
+                let result = project.sh(&policy, script);
+                std::fs::set_permissions(&dropbox, std::fs::Permissions::from_mode(0o700))
+                    .expect("chmod");
+                assert!(result.stdout.ends_with("done\n"), "{script}: {result:#?}");
+                assert_eq!(
+                    project.read("dropbox/kept.txt").as_deref(),
+                    Some("the host's\n"),
+                    "{script}: {result:#?}"
+                );
+                assert_eq!(
+                    refused_rule(&result, "dropbox").as_deref(),
+                    Some("conflict"),
+                    "{script}: {result:#?}"
+                );
+                assert!(project.read("dropbox/new.txt").is_none(), "{script}");
+                let refused = result.changes.as_ref().expect("changes").refused.iter();
+                let reason = refused
+                    .filter(|c| c.path == "dropbox")
+                    .map(|c| c.reason.clone())
+                    .next()
+                    .expect("dropbox refused");
+                // (Not an insta snapshot: run as nobody, insta cannot read
+                // the workspace's metadata.)
+                assert_eq!(
+                    reason,
+                    "the real directory holds entries this run cannot list, which the command never saw; it is kept as it is"
+                );
+            }
+        },
+    );
+}
