@@ -400,6 +400,7 @@ impl Sandbox {
                     argv: command.argv.clone(),
                     runner_pid: std::process::id(),
                     rules: command_rules,
+                    sources: kernel::view::SOURCES_MARK.to_owned(),
                 };
                 let spec = serde_json::to_string(&spec).map_err(|e| SandboxError::Spawn {
                     program: command.program.clone(),

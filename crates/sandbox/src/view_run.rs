@@ -254,6 +254,7 @@ impl Sandbox {
         spec.run.skip_landlock = self.view.skip_landlock;
         spec.run.exec_only_program = !command.runs_programs;
         spec.run.probe = probing;
+        spec.run.sources = crate::kernel::view::SOURCES_MARK.to_owned();
         let text = serde_json::to_vec(&spec).map_err(|e| spawn_io(helper, e.into()))?;
         std::fs::write(staging.path().join(SPEC_FILE), text).map_err(|e| spawn_io(helper, e))?;
 

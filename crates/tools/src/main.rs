@@ -4,7 +4,15 @@
 
 mod cli;
 
+/// The name of the view helper installed beside this binary.
+const HELPER: &str = "agentcaps-helper";
+
 fn main() {
+    // Installed with its helper (`agentcaps-helper`, a small binary of this
+    // package): each view starts that, not this whole binary.
+    if let Some(helper) = agentcaps::shell::kernel::view::helper_beside_this_executable(HELPER) {
+        agentcaps::shell::kernel::view::set_default_helper(helper);
+    }
     // Started as the view helper of a command's private view: build it,
     // run the command, exit. Otherwise this binary becomes the helper.
     agentcaps::shell::kernel::view::dispatch();

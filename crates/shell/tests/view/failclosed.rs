@@ -338,3 +338,41 @@ fn where_there_is_no_view_the_result_names_everything_that_is_open() {
         "{result:#?}"
     );
 }
+
+#[test]
+fn a_helper_built_from_other_sources_builds_no_view() {
+    // A helper whose spec names other sources than its own (as one left
+    // from another build would find): it refuses the spec, and nothing is
+    // run in a view it did not build as its runner planned.
+    let project = Project::new();
+    let outside = tempfile::tempdir().expect("outside");
+    let helper = outside.path().join("helper.sh");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\n\
+             [ -f \"$2/spec.json\" ] && /usr/bin/sed -i 's/agentcaps-sandbox-sources:[0-9a-f]*;/agentcaps-sandbox-sources:0123456789abcdef;/' \"$2/spec.json\"\n\
+             exec '{}' \"$@\"\n",
+            env!("CARGO_BIN_EXE_agentcaps-view")
+        ),
+    )
+    .expect("helper");
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let policy = project
+        .policy()
+        .view_helper(&helper)
+        .build()
+        .expect("policy");
+    std::fs::write(project.root.join("run.sh"), "echo ran-5581 > ran.txt\n").expect("script");
+    let command = policy
+        .validate(&CommandRequest::argv(["sh", "run.sh"]))
+        .expect("validated");
+    let error = policy.run_blocking(command).expect_err("no view, no run");
+    let text = error.to_string();
+    assert!(
+        text.contains("built from other sources than the runner"),
+        "{text}"
+    );
+    assert!(text.contains("(rule view-failed)"), "{text}");
+    assert!(project.read("ran.txt").is_none(), "the command ran: {text}");
+}

@@ -87,13 +87,7 @@ impl Tree {
             .envs(env.iter().copied())
             .output()
             .expect("agentcaps runs");
-        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "not JSON ({e}): {}\n{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let json = json_of(&out);
         assert_eq!(json["ran"], true, "{json}");
         json["result"].clone()
     }
@@ -127,6 +121,18 @@ impl Tree {
             .replace("{top}", &self.top.display().to_string())
             .replace("{port}", &port.to_string())
     }
+}
+
+/// The JSON object `agentcaps --json` printed (a panic with what it
+/// printed when it is not one).
+pub fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// A symbolic link at `link` to `target`, on any platform (on Windows a

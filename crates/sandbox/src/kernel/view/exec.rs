@@ -50,6 +50,10 @@ pub(crate) struct ExecSpec {
     pub(crate) runner_pid: u32,
     /// The command's rules, for its nested domain.
     pub(crate) rules: ExecRules,
+    /// The runner's [`SOURCES_MARK`](super::SOURCES_MARK): a reaper built
+    /// from other sources refuses the spec.
+    #[serde(default)]
+    pub(crate) sources: String,
 }
 
 /// [`KernelRules`] as the reaper needs them.
@@ -117,6 +121,13 @@ pub(super) fn main(spec: &str) -> i32 {
             return CANNOT_START;
         }
     };
+    if spec.sources != super::SOURCES_MARK {
+        eprintln!(
+            "agentcaps: this view helper ({}) was built from other sources than the runner that started it; install both from one build",
+            super::SOURCES_MARK
+        );
+        return CANNOT_START;
+    }
     match start(&spec) {
         Ok(code) => code,
         Err(error) => {

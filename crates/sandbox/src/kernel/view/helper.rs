@@ -84,7 +84,14 @@ pub(super) fn main(stage: &str, staging: &Path) -> i32 {
 
 fn read_spec(staging: &Path) -> io::Result<ViewSpec> {
     let text = std::fs::read(staging.join(SPEC_FILE))?;
-    serde_json::from_slice(&text).map_err(io::Error::other)
+    let spec: ViewSpec = serde_json::from_slice(&text).map_err(io::Error::other)?;
+    if spec.run.sources != super::SOURCES_MARK {
+        return Err(io::Error::other(format!(
+            "this view helper ({}) was built from other sources than the runner that started it; install both from one build",
+            super::SOURCES_MARK
+        )));
+    }
+    Ok(spec)
 }
 
 /// The first process's end of the report pipe.

@@ -188,6 +188,67 @@ pub fn remove_staging_base() -> bool {
     }
 }
 
+/// What a view helper carries that says which sources it was built from:
+/// the runner writes it into every view's spec, and a helper built from
+/// other sources refuses the spec (the view fails; it is never built with
+/// other code than its runner's). A helper file that does not hold this
+/// mark is never picked by [`helper_beside_this_executable`].
+#[must_use]
+pub fn sources_mark() -> &'static str {
+    SOURCES_MARK
+}
+
+pub(crate) const SOURCES_MARK: &str = concat!(
+    "agentcaps-sandbox-sources:",
+    env!("AGENTCAPS_SANDBOX_SOURCES"),
+    ";"
+);
+
+/// The helper `name` beside this process's executable, when it may stand
+/// in for it: a regular file (not a link) that this executable's owner (or
+/// root) owns, that may be executed and that no one else may write, in a
+/// directory no one else may write either, built from the same sources as
+/// this process (its file holds [`sources_mark`]; a helper left from
+/// another build is passed over). A binary installed with a small helper
+/// of its own (the `agentcaps` command line and `agentcaps-helper`) names
+/// it with [`set_default_helper`] before [`dispatch`]: each view then
+/// starts that helper, twice, instead of the whole binary. Otherwise
+/// `None`, and the executable stays its own helper.
+#[must_use]
+pub fn helper_beside_this_executable(name: &str) -> Option<PathBuf> {
+    // Only Linux starts a view helper.
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let exe = std::env::current_exe().ok()?;
+        let dir = exe.parent()?;
+        let helper = dir.join(name);
+        let (exe_meta, dir_meta, meta) = (
+            std::fs::metadata(&exe).ok()?,
+            std::fs::metadata(dir).ok()?,
+            std::fs::symlink_metadata(&helper).ok()?,
+        );
+        let owner_ok = |uid: u32| uid == exe_meta.uid() || uid == 0;
+        let closed = |mode: u32| mode & 0o022 == 0;
+        let trusted = meta.file_type().is_file()
+            && owner_ok(meta.uid())
+            && closed(meta.mode())
+            && meta.mode() & 0o111 != 0
+            && owner_ok(dir_meta.uid())
+            && closed(dir_meta.mode());
+        if !trusted {
+            return None;
+        }
+        let bytes = std::fs::read(&helper).ok()?;
+        memchr::memmem::find(&bytes, SOURCES_MARK.as_bytes()).map(|_| helper)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = name;
+        None
+    }
+}
+
 /// Sets the helper executable used when a policy names none (the first
 /// call wins, and [`dispatch`] counts as one).
 pub fn set_default_helper(path: impl Into<PathBuf>) {

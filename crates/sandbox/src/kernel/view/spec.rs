@@ -142,6 +142,10 @@ pub(crate) struct RunSettings {
     /// anything of the command, and says what it found in [`PROBE_FILE`].
     #[serde(default)]
     pub(crate) probe: bool,
+    /// The runner's [`SOURCES_MARK`](super::SOURCES_MARK): a helper built
+    /// from other sources refuses the spec.
+    #[serde(default)]
+    pub(crate) sources: String,
 }
 
 /// What the view's first process applied, as the kernel answered it.
