@@ -22,9 +22,12 @@ fn main() {
         let name = file.strip_prefix(&manifest).unwrap_or(file);
         feed(&mut hash, name.to_string_lossy().as_bytes());
         feed(&mut hash, &std::fs::read(file).unwrap_or_default());
-        println!("cargo::rerun-if-changed={}", file.display());
     }
+    // A directory is watched whole (a file added to it counts).
     println!("cargo::rerun-if-changed={}", manifest.join("src").display());
+    for extra in ["Cargo.toml", "build.rs", "../../Cargo.lock"] {
+        println!("cargo::rerun-if-changed={}", manifest.join(extra).display());
+    }
     println!("cargo::rustc-env=AGENTCAPS_SANDBOX_SOURCES={hash:016x}");
 }
 

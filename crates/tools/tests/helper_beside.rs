@@ -84,6 +84,13 @@ fn the_helper_beside_it_builds_each_view() {
         started, "__agentcaps-view\n",
         "the view's helper is the one beside it"
     );
+    // The real helper carries the mark the runner looks for.
+    let real = std::fs::read(env!("CARGO_BIN_EXE_agentcaps-helper")).expect("the helper");
+    let mark = agentcaps::shell::kernel::view::sources_mark().as_bytes();
+    assert!(
+        memchr::memmem::find(&real, mark).is_some(),
+        "agentcaps-helper lacks its mark"
+    );
 }
 
 /// What an installation is passed over for: its name, how it is made, and

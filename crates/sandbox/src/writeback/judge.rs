@@ -211,43 +211,32 @@ pub(crate) fn judge(
             }
             continue;
         }
-        if entry.unseen {
-            let action = match entry.upper {
-                Upper::Deleted => ChangeAction::Delete,
-                Upper::Symlink(_) => ChangeAction::Link,
-                _ => ChangeAction::Modify,
-            };
-            refuse(
-                action,
-                (
-                    Rule::Conflict.id(),
-                    "the real directory holds entries this run cannot list, which the command never saw; it is kept as it is".to_owned(),
-                ),
-            );
-            if matches!(entry.upper, Upper::Dir { .. }) {
-                refused_dirs.push(entry.rel.clone());
-            }
-            continue;
-        }
-        if entry.changed_since
+        // A real entry the commit would overwrite or remove that the
+        // command did not see as it is: kept, and the change refused.
+        let conflict = if entry.unseen {
+            Some(
+                "the real directory holds entries this run cannot list, which the command never saw; it is kept as it is",
+            )
+        } else if entry.changed_since
             && !created
             && !matches!(
                 (&entry.upper, entry.lower),
                 (Upper::Dir { .. }, Lower::Dir { .. })
             )
         {
+            Some(
+                "it changed in the real tree while the command ran (the host or another run wrote it); that version is kept",
+            )
+        } else {
+            None
+        };
+        if let Some(reason) = conflict {
             let action = match entry.upper {
                 Upper::Deleted => ChangeAction::Delete,
                 Upper::Symlink(_) => ChangeAction::Link,
                 _ => ChangeAction::Modify,
             };
-            refuse(
-                action,
-                (
-                    Rule::Conflict.id(),
-                    "it changed in the real tree while the command ran (the host or another run wrote it); that version is kept".to_owned(),
-                ),
-            );
+            refuse(action, (Rule::Conflict.id(), reason.to_owned()));
             if matches!(entry.upper, Upper::Dir { .. }) {
                 refused_dirs.push(entry.rel.clone());
             }
